@@ -1,0 +1,71 @@
+"""Parsing command-line values into domain values, with messages that name the mistake."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from datetime import datetime
+
+from schemas.decision import OnMissing
+from schemas.snapshot import MAX_BROKER_ID
+
+
+class UsageError(Exception):
+    """A mistake by the user (bad option, unreadable file): one clear line, exit status 2."""
+
+
+def broker_id_list(text: str) -> frozenset[int]:
+    """'0,1,2' -> {0, 1, 2}; an empty string means no live broker."""
+    ids: set[int] = set()
+    for part in text.split(","):
+        item = part.strip()
+        if not item:
+            continue
+        if not item.isdigit() or int(item) > MAX_BROKER_ID:
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not a broker id (expected comma-separated integers like 0,1,2)"
+            )
+        ids.add(int(item))
+    return frozenset(ids)
+
+
+def iso_instant(text: str) -> datetime:
+    """An ISO 8601 time that carries an offset (Z or +hh:mm)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time (example: 2026-11-22T12:00:00Z)"
+        ) from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no offset: add Z or +hh:mm (example: 2026-11-22T12:00:00Z)"
+        )
+    return moment
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return seconds
+
+
+def non_negative_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive number of seconds")
+    return seconds
+
+
+def on_missing_action(text: str) -> OnMissing:
+    try:
+        return OnMissing(text.strip().upper())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not PAUSE or OPEN") from None

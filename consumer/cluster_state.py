@@ -1,0 +1,211 @@
+"""The cluster's volume state, kept incrementally, and the decision derived from it.
+
+``ClusterState`` holds every broker's newest snapshot, already judged, plus two sorted indexes so
+that one new snapshot costs O(volumes + log brokers) and a decision costs O(log brokers + the
+reasons it reports), never a rescan of a 10,000-broker cluster:
+
+- ``_breaching``: (factor, broker) for every broker whose newest snapshot is past a limit. The
+  first entry is the cluster's smallest factor.
+- ``_live_by_time``: (snapshot time, broker) for live brokers, so stale and future-dated ones are
+  range queries.
+
+Rules (see docs/decision-rule.md):
+- Per broker, the snapshot with the latest ``snapshotAt`` wins; a replayed older one is ignored.
+- A breach counts until a newer snapshot clears it or the broker is retired with a tombstone, live
+  or not, fresh or not: a full broker that restarts, or whose publisher dies, must not release
+  the throttle.
+- A live broker without a fresh valid snapshot is unknown; with ``on_missing=PAUSE`` any unknown
+  broker pauses the cluster, with ``OPEN`` unknown brokers are ignored.
+- A non-live broker whose newest snapshot is fine is ignored.
+
+Time is passed in: nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
+
+from sortedcontainers import SortedList
+
+from consumer.broker_assessment import BrokerAssessment, assess_broker
+from consumer.limits import VolumeVerdict
+from consumer.policy import DecisionPolicy
+from consumer.reasons import limit_reason, unknown_reason
+from schemas.decision import (
+    DecisionReason,
+    OnMissing,
+    QuotaDecision,
+    QuotaState,
+    ReasonKind,
+)
+from schemas.snapshot import VolumeSnapshot
+
+_AFTER_EVERY_BROKER = float("inf")
+
+
+class ClusterState:
+    """Every broker's newest judged snapshot, the live broker set, and the decision rule."""
+
+    def __init__(self, policy: DecisionPolicy | None = None) -> None:
+        self.policy = policy or DecisionPolicy()
+        self._assessments: dict[int, BrokerAssessment] = {}
+        self._breaching: SortedList = SortedList()
+        self._breaching_volume_count = 0
+        self._live: frozenset[int] = frozenset()
+        self._live_by_time: SortedList = SortedList()
+        self._live_without_snapshot: set[int] = set()
+
+    # -- updates ---------------------------------------------------------------------------------
+
+    def apply_snapshot(self, snapshot: VolumeSnapshot) -> bool:
+        """Take ``snapshot`` unless the broker already has a newer one; True when it was taken."""
+        previous = self._assessments.get(snapshot.broker_id)
+        if previous is not None and snapshot.snapshot_at.timestamp() < previous.snapshot_timestamp:
+            return False
+        self._replace(snapshot.broker_id, previous, assess_broker(snapshot))
+        return True
+
+    def retire(self, broker_id: int) -> None:
+        """Forget a broker (a tombstone on the topic): its last breach no longer counts."""
+        self._replace(broker_id, self._assessments.get(broker_id), None)
+
+    def set_live_brokers(self, broker_ids: Iterable[int]) -> None:
+        """The brokers the cluster says are alive now (from the Admin client)."""
+        live = frozenset(broker_ids)
+        for broker_id in self._live - live:
+            self._live_without_snapshot.discard(broker_id)
+            assessment = self._assessments.get(broker_id)
+            if assessment is not None:
+                self._live_by_time.remove((assessment.snapshot_timestamp, broker_id))
+        for broker_id in live - self._live:
+            assessment = self._assessments.get(broker_id)
+            if assessment is None:
+                self._live_without_snapshot.add(broker_id)
+            else:
+                self._live_by_time.add((assessment.snapshot_timestamp, broker_id))
+        self._live = live
+
+    def rebuild(self) -> None:
+        """Judge every stored snapshot again from scratch (after a policy or code change)."""
+        snapshots = [assessment.snapshot for assessment in self._assessments.values()]
+        live = self._live
+        self._assessments.clear()
+        self._breaching.clear()
+        self._breaching_volume_count = 0
+        self._live = frozenset()
+        self._live_by_time.clear()
+        self._live_without_snapshot.clear()
+        for snapshot in snapshots:
+            self.apply_snapshot(snapshot)
+        self.set_live_brokers(live)
+
+    def _replace(
+        self, broker_id: int, previous: BrokerAssessment | None, current: BrokerAssessment | None
+    ) -> None:
+        is_live = broker_id in self._live
+        if previous is not None:
+            if previous.breaches:
+                self._breaching.remove((previous.throttle_factor, broker_id))
+                self._breaching_volume_count -= len(previous.breaches)
+            if is_live:
+                self._live_by_time.remove((previous.snapshot_timestamp, broker_id))
+        if current is None:
+            self._assessments.pop(broker_id, None)
+            if is_live:
+                self._live_without_snapshot.add(broker_id)
+            return
+        self._assessments[broker_id] = current
+        if current.breaches:
+            self._breaching.add((current.throttle_factor, broker_id))
+            self._breaching_volume_count += len(current.breaches)
+        if is_live:
+            self._live_by_time.add((current.snapshot_timestamp, broker_id))
+            self._live_without_snapshot.discard(broker_id)
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def live_brokers(self) -> frozenset[int]:
+        return self._live
+
+    def assessment(self, broker_id: int) -> BrokerAssessment | None:
+        return self._assessments.get(broker_id)
+
+    def assessments(self) -> Iterator[BrokerAssessment]:
+        return iter(self._assessments.values())
+
+    def unknown_brokers(self, now: datetime) -> dict[int, ReasonKind]:
+        """Live brokers without a fresh valid snapshot at ``now``, and why each is unknown."""
+        moment = now.timestamp()
+        stale_cut = moment - self.policy.stale_after_seconds
+        future_cut = moment + self.policy.max_clock_skew_seconds
+        unknown = dict.fromkeys(self._live_without_snapshot, ReasonKind.MISSING)
+        for _, broker_id in self._live_by_time.irange(
+            maximum=(stale_cut,), inclusive=(True, False)
+        ):
+            unknown[broker_id] = ReasonKind.STALE
+        for _, broker_id in self._live_by_time.irange(
+            minimum=(future_cut, _AFTER_EVERY_BROKER), inclusive=(False, True)
+        ):
+            unknown[broker_id] = ReasonKind.FUTURE
+        return unknown
+
+    def decide(self, now: datetime) -> QuotaDecision:
+        """The cluster decision at ``now``: the worst volume anywhere, and the fail-safe."""
+        policy = self.policy
+        state, factor = QuotaState.OPEN, 1.0
+        if self._breaching:
+            factor = self._breaching[0][0]
+            state = QuotaState.PAUSE if factor == 0.0 else QuotaState.THROTTLE
+        unknown = self.unknown_brokers(now)
+        caused_by_missing_data = False
+        if unknown and policy.on_missing is OnMissing.PAUSE:
+            caused_by_missing_data = state is not QuotaState.PAUSE
+            state, factor = QuotaState.PAUSE, 0.0
+        reasons = self._reasons(unknown, caused_by_missing_data)
+        total_reasons = len(unknown) + self._breaching_volume_count
+        return QuotaDecision(
+            decided_at=now,
+            valid_until=now + timedelta(seconds=policy.decision_lifetime_seconds),
+            state=state,
+            throttle_factor=factor,
+            caused_by_missing_data=caused_by_missing_data,
+            unknown_brokers=sorted(unknown),
+            reasons=reasons,
+            reasons_omitted=total_reasons - len(reasons),
+        )
+
+    def _reasons(
+        self, unknown: dict[int, ReasonKind], missing_data_first: bool
+    ) -> list[DecisionReason]:
+        """The drivers of the decision, most severe first, at most ``policy.max_reasons``."""
+        limit = self.policy.max_reasons
+        unknown_state = (
+            QuotaState.PAUSE if self.policy.on_missing is OnMissing.PAUSE else QuotaState.OPEN
+        )
+        unknown_reasons = [
+            unknown_reason(
+                broker_id, kind, unknown_state, self._assessments.get(broker_id), self.policy
+            )
+            for broker_id, kind in sorted(unknown.items())[:limit]
+        ]
+        limit_reasons = [
+            limit_reason(broker_id, verdict, broker_id in self._live)
+            for broker_id, verdict in self._breaches_worst_first(limit)
+        ]
+        ordered = (
+            unknown_reasons + limit_reasons
+            if missing_data_first
+            else limit_reasons + unknown_reasons
+        )
+        return ordered[:limit]
+
+    def _breaches_worst_first(self, limit: int) -> Iterator[tuple[int, VolumeVerdict]]:
+        emitted = 0
+        for _, broker_id in self._breaching:
+            for verdict in self._assessments[broker_id].breaches:
+                if emitted == limit:
+                    return
+                emitted += 1
+                yield broker_id, verdict

@@ -1,0 +1,124 @@
+"""Decoding a snapshot message: bytes in, a validated snapshot or a typed rejection out.
+
+Anything on the topic is untrusted input: a misconfigured client, an old publisher, or an
+attacker with write access must not be able to crash a consumer. ``decode_snapshot`` is pure and
+never raises; it returns a ``Rejection`` that says why, and, when it can still be read, which
+broker the bad message claims to come from (a consumer treats that broker as unknown).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import ValidationError
+
+from schemas.snapshot import MAX_BROKER_ID, SNAPSHOT_SCHEMA_VERSION, VolumeSnapshot
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""Far above a 1024-volume snapshot; larger values are refused before parsing."""
+
+
+class RejectionReason(StrEnum):
+    TOO_LARGE = "too_large"
+    MALFORMED_JSON = "malformed_json"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    INVALID_FIELD = "invalid_field"
+    INVALID_KEY = "invalid_key"
+    KEY_MISMATCH = "key_mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why a message was refused; ``broker_id`` is the claimed broker when it could be read."""
+
+    reason: RejectionReason
+    detail: str
+    broker_id: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.reason.value}: {self.detail}"
+
+
+def decode_snapshot(value: bytes, key: bytes | None = None) -> VolumeSnapshot | Rejection:
+    """Parse and validate one message value; when ``key`` is given it must name the same broker."""
+    if len(value) > MAX_MESSAGE_BYTES:
+        return Rejection(
+            RejectionReason.TOO_LARGE,
+            f"{len(value)} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
+            _broker_id_from_key(key),
+        )
+    try:
+        snapshot = VolumeSnapshot.model_validate_json(value)
+    except ValidationError as error:
+        return _rejection_from_validation(error, value, key)
+    except (ValueError, RecursionError) as error:  # pragma: no cover - defensive
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error)[:200], _broker_id_from_key(key))
+    if key is not None:
+        return _check_key(snapshot, key)
+    return snapshot
+
+
+def _check_key(snapshot: VolumeSnapshot, key: bytes) -> VolumeSnapshot | Rejection:
+    key_broker_id = _broker_id_from_key(key)
+    if key_broker_id is None:
+        return Rejection(
+            RejectionReason.INVALID_KEY,
+            f"key {key[:40]!r} is not a decimal broker id",
+            snapshot.broker_id,
+        )
+    if key_broker_id != snapshot.broker_id:
+        # Trust neither side: the key decides which broker's state this message would replace.
+        return Rejection(
+            RejectionReason.KEY_MISMATCH,
+            f"key says broker {key_broker_id} but brokerId is {snapshot.broker_id}",
+            key_broker_id,
+        )
+    return snapshot
+
+
+def _rejection_from_validation(
+    error: ValidationError, value: bytes, key: bytes | None
+) -> Rejection:
+    claimed_broker = _broker_id_from_key(key)
+    if claimed_broker is None:
+        claimed_broker = _claimed_broker_id(value)
+    first = error.errors(include_url=False, include_input=False)[0]
+    if first["type"] == "json_invalid":
+        return Rejection(RejectionReason.MALFORMED_JSON, first["msg"][:200], claimed_broker)
+    location = ".".join(str(part) for part in first["loc"]) or "value"
+    detail = f"{location}: {first['msg']}"[:300]
+    if first["loc"] == ("schemaVersion",) and "unsupported schemaVersion" in first["msg"]:
+        return Rejection(RejectionReason.UNSUPPORTED_VERSION, detail, claimed_broker)
+    return Rejection(RejectionReason.INVALID_FIELD, detail, claimed_broker)
+
+
+def _broker_id_from_key(key: bytes | None) -> int | None:
+    if key is None or not 0 < len(key) <= 10 or not key.isdigit():
+        return None
+    broker_id = int(key)
+    return broker_id if broker_id <= MAX_BROKER_ID else None
+
+
+def _claimed_broker_id(value: bytes) -> int | None:
+    """Best effort: the brokerId of a message that failed validation, if it is readable."""
+    try:
+        document = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    claimed = document.get("brokerId")
+    if isinstance(claimed, bool) or not isinstance(claimed, int):
+        return None
+    return claimed if 0 <= claimed <= MAX_BROKER_ID else None
+
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "SNAPSHOT_SCHEMA_VERSION",
+    "Rejection",
+    "RejectionReason",
+    "decode_snapshot",
+]

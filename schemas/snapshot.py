@@ -1,0 +1,146 @@
+"""The volume snapshot: what one broker says about its log volumes, one message per publication.
+
+This module is the single source of truth for the wire format. The JSON Schema in
+``schemas/volume-snapshot.schema.json`` is generated from these models (``python -m schemas``) and a
+test fails when the two drift.
+
+Unknown fields are ignored so that newer publishers can add fields without breaking older
+consumers; an unknown *major* ``schemaVersion`` is rejected because its meaning cannot be guessed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from schemas.wire_types import Instant, WireModel
+
+SNAPSHOT_SCHEMA_VERSION = 1
+"""The major version this code writes and understands."""
+
+MAX_BYTES = 2**63 - 1
+"""Byte counts must fit a Java long: the broker side reads them too."""
+
+MAX_BROKER_ID = 2**31 - 1
+MAX_VOLUMES_PER_BROKER = 1024
+MAX_NAME_LENGTH = 4096
+
+ByteCount = Annotated[int, Field(ge=0, le=MAX_BYTES, strict=True)]
+
+
+class LimitType(StrEnum):
+    """How a limit's ``level`` is read; every type becomes a threshold in free bytes."""
+
+    CONSUMED_SPACE = "ConsumedSpace"
+    """level = bytes consumed at which the limit triggers (the legacy style)."""
+    MIN_FREE_BYTES = "MinFreeBytes"
+    """level = bytes that must stay free."""
+    MIN_FREE_PERCENTAGE = "MinFreePercentage"
+    """level = percent of the volume's capacity that must stay free (0-100)."""
+
+
+class ConsumedSpaceLimit(WireModel):
+    type: Literal[LimitType.CONSUMED_SPACE]
+    level: ByteCount
+
+
+class MinFreeBytesLimit(WireModel):
+    type: Literal[LimitType.MIN_FREE_BYTES]
+    level: ByteCount
+
+
+class MinFreePercentageLimit(WireModel):
+    type: Literal[LimitType.MIN_FREE_PERCENTAGE]
+    level: Annotated[float, Field(ge=0, le=100)]
+
+
+Limit = Annotated[
+    ConsumedSpaceLimit | MinFreeBytesLimit | MinFreePercentageLimit,
+    Field(discriminator="type"),
+]
+"""A limit definition: ``{"type": ..., "level": ...}``."""
+
+
+class VolumeUsage(WireModel):
+    """One filesystem holding broker data, counted once however many log dirs it holds."""
+
+    volume_name: str = Field(
+        alias="volumeName",
+        min_length=1,
+        max_length=MAX_NAME_LENGTH,
+        description="Identifies the volume uniquely on its broker, e.g. /dev/nvme1n1.",
+    )
+    path: str | None = Field(
+        default=None,
+        max_length=MAX_NAME_LENGTH,
+        description="The mount point, for operators.",
+    )
+    capacity: ByteCount = Field(description="Filesystem size in bytes.")
+    consumed: ByteCount = Field(
+        description="capacity minus the bytes an unprivileged writer can still use (f_bavail)."
+    )
+    soft_limit: Limit | None = Field(
+        default=None, alias="softLimit", description="Overrides the broker-wide soft limit."
+    )
+    hard_limit: Limit | None = Field(
+        default=None, alias="hardLimit", description="Overrides the broker-wide hard limit."
+    )
+
+    @model_validator(mode="after")
+    def _consumed_within_capacity(self) -> VolumeUsage:
+        if self.consumed > self.capacity:
+            raise ValueError(
+                f"consumed ({self.consumed}) exceeds capacity ({self.capacity}) "
+                f"on volume {self.volume_name!r}"
+            )
+        return self
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.consumed
+
+
+class VolumeSnapshot(WireModel):
+    """One broker's volumes at one instant, with the limits that broker believes in."""
+
+    schema_version: int = Field(
+        alias="schemaVersion",
+        ge=1,
+        description=f"Major version of this format; {SNAPSHOT_SCHEMA_VERSION} is current.",
+    )
+    broker_id: int = Field(alias="brokerId", ge=0, le=MAX_BROKER_ID, strict=True)
+    snapshot_at: Instant = Field(
+        alias="snapshotAt",
+        description="When the volumes were measured (not when the message was sent).",
+    )
+    soft_limit: Limit = Field(alias="softLimit", description="Broker-wide throttle limit.")
+    hard_limit: Limit = Field(alias="hardLimit", description="Broker-wide pause limit.")
+    volumes: list[VolumeUsage] = Field(max_length=MAX_VOLUMES_PER_BROKER)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_major_version(cls, version: int) -> int:
+        if version != SNAPSHOT_SCHEMA_VERSION:
+            raise ValueError(
+                f"unsupported schemaVersion {version}: this reader understands "
+                f"{SNAPSHOT_SCHEMA_VERSION}"
+            )
+        return version
+
+    @model_validator(mode="after")
+    def _volume_names_unique(self) -> VolumeSnapshot:
+        names = [volume.volume_name for volume in self.volumes]
+        if len(set(names)) != len(names):
+            raise ValueError("volumeName values must be unique within a snapshot")
+        return self
+
+    def to_json_bytes(self) -> bytes:
+        """The message value as published."""
+        return self.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+def snapshot_key(broker_id: int) -> bytes:
+    """The message key: the broker id as a decimal string, so compaction keeps one per broker."""
+    return str(broker_id).encode()

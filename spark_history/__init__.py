@@ -1,0 +1,1 @@
+"""Mining the snapshot history on Spark: capacity forecasts and threshold tuning."""
