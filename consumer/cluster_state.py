@@ -28,8 +28,7 @@ from datetime import datetime, timedelta
 
 from sortedcontainers import SortedList
 
-from consumer.broker_assessment import BrokerAssessment, assess_broker
-from consumer.limits import VolumeVerdict
+from consumer.broker_assessment import BrokerAssessment, assess_broker, judge_resolved
 from consumer.policy import DecisionPolicy
 from consumer.reasons import limit_reason, unknown_reason
 from schemas.decision import (
@@ -55,6 +54,10 @@ class ClusterState:
         self._live: frozenset[int] = frozenset()
         self._live_by_time: SortedList = SortedList()
         self._live_without_snapshot: set[int] = set()
+        # Building a reason costs ~15 us; a breaching broker keeps its reasons until it changes.
+        self._limit_reason_cache: dict[
+            int, tuple[BrokerAssessment, bool, tuple[DecisionReason, ...]]
+        ] = {}
 
     # -- updates ---------------------------------------------------------------------------------
 
@@ -87,8 +90,12 @@ class ClusterState:
         self._live = live
 
     def rebuild(self) -> None:
-        """Judge every stored snapshot again from scratch (after a policy or code change)."""
-        snapshots = [assessment.snapshot for assessment in self._assessments.values()]
+        """Judge every volume again and rebuild every index from scratch.
+
+        Limits were resolved to free-byte thresholds when each snapshot arrived; everything after
+        that (each volume's state and factor, each broker's, the cluster's) is recomputed.
+        """
+        previous = list(self._assessments.values())
         live = self._live
         self._assessments.clear()
         self._breaching.clear()
@@ -96,9 +103,23 @@ class ClusterState:
         self._live = frozenset()
         self._live_by_time.clear()
         self._live_without_snapshot.clear()
-        for snapshot in snapshots:
-            self.apply_snapshot(snapshot)
-        self.set_live_brokers(live)
+        breaching = []
+        for old in previous:
+            assessment = judge_resolved(old.snapshot, old.snapshot_timestamp, old.resolved)
+            broker_id = assessment.snapshot.broker_id
+            self._assessments[broker_id] = assessment
+            if assessment.breaches:
+                breaching.append((assessment.throttle_factor, broker_id))
+                self._breaching_volume_count += len(assessment.breaches)
+        self._breaching.update(breaching)
+        self._live = live
+        assessments = self._assessments
+        self._live_by_time.update(
+            (assessments[broker_id].snapshot_timestamp, broker_id)
+            for broker_id in live
+            if broker_id in assessments
+        )
+        self._live_without_snapshot.update(live.difference(assessments))
 
     def _replace(
         self, broker_id: int, previous: BrokerAssessment | None, current: BrokerAssessment | None
@@ -112,6 +133,7 @@ class ClusterState:
                 self._live_by_time.remove((previous.snapshot_timestamp, broker_id))
         if current is None:
             self._assessments.pop(broker_id, None)
+            self._limit_reason_cache.pop(broker_id, None)
             if is_live:
                 self._live_without_snapshot.add(broker_id)
             return
@@ -190,10 +212,7 @@ class ClusterState:
             )
             for broker_id, kind in sorted(unknown.items())[:limit]
         ]
-        limit_reasons = [
-            limit_reason(broker_id, verdict, broker_id in self._live)
-            for broker_id, verdict in self._breaches_worst_first(limit)
-        ]
+        limit_reasons = self._limit_reasons_worst_first(limit)
         ordered = (
             unknown_reasons + limit_reasons
             if missing_data_first
@@ -201,11 +220,28 @@ class ClusterState:
         )
         return ordered[:limit]
 
-    def _breaches_worst_first(self, limit: int) -> Iterator[tuple[int, VolumeVerdict]]:
-        emitted = 0
+    def _limit_reasons_worst_first(self, limit: int) -> list[DecisionReason]:
+        """Reasons for breached volumes: brokers by their worst factor, then their volumes."""
+        reasons: list[DecisionReason] = []
         for _, broker_id in self._breaching:
-            for verdict in self._assessments[broker_id].breaches:
-                if emitted == limit:
-                    return
-                emitted += 1
-                yield broker_id, verdict
+            reasons.extend(self._limit_reasons_of(broker_id, limit - len(reasons)))
+            if len(reasons) >= limit:
+                break
+        return reasons
+
+    def _limit_reasons_of(self, broker_id: int, limit: int) -> tuple[DecisionReason, ...]:
+        assessment = self._assessments[broker_id]
+        live = broker_id in self._live
+        cached = self._limit_reason_cache.get(broker_id)
+        if (
+            cached is not None
+            and cached[0] is assessment
+            and cached[1] == live
+            and len(cached[2]) >= min(limit, len(assessment.breaches))
+        ):
+            return cached[2][:limit]
+        reasons = tuple(
+            limit_reason(broker_id, verdict, live) for verdict in assessment.breaches[:limit]
+        )
+        self._limit_reason_cache[broker_id] = (assessment, live, reasons)
+        return reasons

@@ -81,17 +81,21 @@ def _check_key(snapshot: VolumeSnapshot, key: bytes) -> VolumeSnapshot | Rejecti
 def _rejection_from_validation(
     error: ValidationError, value: bytes, key: bytes | None
 ) -> Rejection:
-    claimed_broker = _broker_id_from_key(key)
-    if claimed_broker is None:
-        claimed_broker = _claimed_broker_id(value)
-    first = error.errors(include_url=False, include_input=False)[0]
+    claimed = _broker_id_from_key(key)
+    if claimed is None:
+        claimed = _claimed_broker_id(value)
+    errors = error.errors(include_url=False, include_input=False)
+    for problem in errors:
+        # A newer major version explains every other error: report it first.
+        if problem["loc"] == ("schemaVersion",) and "unsupported schemaVersion" in problem["msg"]:
+            return Rejection(
+                RejectionReason.UNSUPPORTED_VERSION, f"schemaVersion: {problem['msg']}", claimed
+            )
+    first = errors[0]
     if first["type"] == "json_invalid":
-        return Rejection(RejectionReason.MALFORMED_JSON, first["msg"][:200], claimed_broker)
+        return Rejection(RejectionReason.MALFORMED_JSON, first["msg"][:200], claimed)
     location = ".".join(str(part) for part in first["loc"]) or "value"
-    detail = f"{location}: {first['msg']}"[:300]
-    if first["loc"] == ("schemaVersion",) and "unsupported schemaVersion" in first["msg"]:
-        return Rejection(RejectionReason.UNSUPPORTED_VERSION, detail, claimed_broker)
-    return Rejection(RejectionReason.INVALID_FIELD, detail, claimed_broker)
+    return Rejection(RejectionReason.INVALID_FIELD, f"{location}: {first['msg']}"[:300], claimed)
 
 
 def _broker_id_from_key(key: bytes | None) -> int | None:

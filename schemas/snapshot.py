@@ -88,15 +88,6 @@ class VolumeUsage(WireModel):
         default=None, alias="hardLimit", description="Overrides the broker-wide hard limit."
     )
 
-    @model_validator(mode="after")
-    def _consumed_within_capacity(self) -> VolumeUsage:
-        if self.consumed > self.capacity:
-            raise ValueError(
-                f"consumed ({self.consumed}) exceeds capacity ({self.capacity}) "
-                f"on volume {self.volume_name!r}"
-            )
-        return self
-
     @property
     def free(self) -> int:
         return self.capacity - self.consumed
@@ -130,9 +121,17 @@ class VolumeSnapshot(WireModel):
         return version
 
     @model_validator(mode="after")
-    def _volume_names_unique(self) -> VolumeSnapshot:
-        names = [volume.volume_name for volume in self.volumes]
-        if len(set(names)) != len(names):
+    def _consistent(self) -> VolumeSnapshot:
+        # One validator for all volumes: a Python call per volume would halve decoding speed.
+        names = set()
+        for index, volume in enumerate(self.volumes):
+            if volume.consumed > volume.capacity:
+                raise ValueError(
+                    f"volumes.{index}: consumed ({volume.consumed}) exceeds capacity "
+                    f"({volume.capacity}) on volume {volume.volume_name!r}"
+                )
+            names.add(volume.volume_name)
+        if len(names) != len(self.volumes):
             raise ValueError("volumeName values must be unique within a snapshot")
         return self
 

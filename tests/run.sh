@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: installs what a fresh machine lacks (idempotent), then runs every suite -
+# unit, property, fuzz, real filesystem, real Kafka broker and Spark. Nothing is deselected.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+echo "== static checks"
+python3 -m ruff check .
+python3 -m ruff format --check .
+python3 -m mypy
+
+echo "== tests"
+python3 -m pytest "$@"
