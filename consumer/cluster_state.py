@@ -30,7 +30,7 @@ from sortedcontainers import SortedList
 
 from consumer.broker_assessment import BrokerAssessment, assess_broker, judge_resolved
 from consumer.policy import DecisionPolicy
-from consumer.reasons import limit_reason, unknown_reason
+from consumer.reasons import limit_reason, not_ready_reason, unknown_reason
 from schemas.decision import (
     DecisionReason,
     OnMissing,
@@ -173,8 +173,13 @@ class ClusterState:
             unknown[broker_id] = ReasonKind.FUTURE
         return unknown
 
-    def decide(self, now: datetime) -> QuotaDecision:
-        """The cluster decision at ``now``: the worst volume anywhere, and the fail-safe."""
+    def decide(self, now: datetime, not_ready: str | None = None) -> QuotaDecision:
+        """The cluster decision at ``now``: the worst volume anywhere, and the fail-safe.
+
+        ``not_ready`` says why the caller cannot vouch for its view of the cluster yet (it has
+        not read the topic to its end, or never learned the live brokers): the on-missing action
+        then applies as if every broker were unknown.
+        """
         policy = self.policy
         state, factor = QuotaState.OPEN, 1.0
         if self._breaching:
@@ -182,11 +187,15 @@ class ClusterState:
             state = QuotaState.PAUSE if factor == 0.0 else QuotaState.THROTTLE
         unknown = self.unknown_brokers(now)
         caused_by_missing_data = False
-        if unknown and policy.on_missing is OnMissing.PAUSE:
+        if (unknown or not_ready) and policy.on_missing is OnMissing.PAUSE:
             caused_by_missing_data = state is not QuotaState.PAUSE
             state, factor = QuotaState.PAUSE, 0.0
         reasons = self._reasons(unknown, caused_by_missing_data)
         total_reasons = len(unknown) + self._breaching_volume_count
+        if not_ready:
+            reasons.insert(0, not_ready_reason(not_ready, policy.on_missing))
+            total_reasons += 1
+            del reasons[policy.max_reasons :]
         return QuotaDecision(
             decided_at=now,
             valid_until=now + timedelta(seconds=policy.decision_lifetime_seconds),

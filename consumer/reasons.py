@@ -5,7 +5,7 @@ from __future__ import annotations
 from consumer.broker_assessment import BrokerAssessment
 from consumer.limits import VolumeVerdict
 from consumer.policy import DecisionPolicy
-from schemas.decision import DecisionReason, QuotaState, ReasonKind
+from schemas.decision import DecisionReason, OnMissing, QuotaState, ReasonKind
 
 _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
@@ -80,4 +80,15 @@ def unknown_reason(
         broker_live=True,
         snapshot_at=None if assessment is None else assessment.snapshot.snapshot_at,
         detail=f"{detail}; {action}",
+    )
+
+
+def not_ready_reason(why: str, on_missing: OnMissing) -> DecisionReason:
+    paused = on_missing is OnMissing.PAUSE
+    action = "on-missing PAUSE applies" if paused else "ignored (on-missing OPEN)"
+    return DecisionReason(
+        kind=ReasonKind.NOT_READY,
+        state=QuotaState.PAUSE if paused else QuotaState.OPEN,
+        throttle_factor=0.0 if paused else 1.0,
+        detail=f"{why}; {action}",
     )

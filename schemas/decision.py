@@ -43,6 +43,8 @@ class ReasonKind(StrEnum):
     """A live broker's newest snapshot is older than the freshness limit."""
     FUTURE = "future"
     """A live broker's newest snapshot is dated beyond the allowed clock skew."""
+    NOT_READY = "not_ready"
+    """The consumer has not yet read the topic to its end or learned the live brokers."""
 
 
 Factor = Annotated[float, Field(ge=0, le=1)]
@@ -52,7 +54,9 @@ class DecisionReason(WireModel):
     """One thing that drove the decision: a volume past a limit, or a broker we cannot see."""
 
     kind: ReasonKind
-    broker_id: int = Field(alias="brokerId")
+    broker_id: int | None = Field(
+        default=None, alias="brokerId", description="Absent for a reason about the consumer itself."
+    )
     state: QuotaState
     throttle_factor: Factor = Field(alias="throttleFactor")
     volume_name: str | None = Field(default=None, alias="volumeName")

@@ -150,6 +150,19 @@ def test_stale_breach_still_counts_when_unknown_brokers_are_ignored() -> None:
     assert decision.state is QuotaState.THROTTLE
 
 
+def test_not_ready_applies_the_on_missing_action_and_says_why() -> None:
+    state = cluster(fine(0), fine(1), fine(2))
+    decision = state.decide(SOON, not_ready="still reading the snapshot topic")
+    assert (decision.state, decision.caused_by_missing_data) == (QuotaState.PAUSE, True)
+    assert decision.reasons[0].kind is ReasonKind.NOT_READY
+    assert decision.reasons[0].broker_id is None
+    assert "still reading" in decision.reasons[0].detail
+    relaxed = cluster(fine(0), filling(1, free=150), on_missing=OnMissing.OPEN, live=(0, 1))
+    decision = relaxed.decide(SOON, not_ready="no live broker list yet")
+    assert decision.state is QuotaState.THROTTLE, "known breaches still count under OPEN"
+    assert decision.reasons[0].kind is ReasonKind.NOT_READY
+
+
 def test_reasons_follow_the_newest_snapshot() -> None:
     state = cluster(fine(0), fine(1), filling(2, free=150))
     assert state.decide(SOON).reasons[0].free_bytes == 150

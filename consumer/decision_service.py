@@ -1,0 +1,194 @@
+"""The consumer loop: read the topic, learn the live brokers, decide, hand the decision on.
+
+An imperative shell around ``ClusterState``: the Kafka reader, the live-broker source, the clock
+and the decision sink are passed in, so the loop runs the same against a real cluster and in
+unit tests with fakes. One thread runs ``run``; any thread may read ``current.decision``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import structlog
+
+from consumer.cluster_state import ClusterState
+from consumer.consumer_metrics import ConsumerMetrics
+from consumer.current_decision import CurrentDecision
+from consumer.snapshot_topic_reader import TopicRecord
+from consumer.topic_messages import Retirement, interpret_message
+from schemas.decision import QuotaDecision
+from schemas.snapshot import VolumeSnapshot
+
+log = structlog.get_logger("volume_quota.consumer")
+
+
+class SnapshotSource(Protocol):
+    @property
+    def assigned(self) -> bool: ...
+    @property
+    def caught_up(self) -> bool: ...
+    def assign_from_beginning(self, timeout_seconds: float = ...) -> None: ...
+    def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoopTiming:
+    poll_timeout_seconds: float = 0.1
+    live_broker_refresh_seconds: float = 5.0
+    decision_refresh_seconds: float = 10.0
+    """Rewrite an unchanged decision this often, so its validUntil keeps moving forward."""
+    retry_seconds: float = 2.0
+
+
+def material(decision: QuotaDecision) -> tuple[object, ...]:
+    """What a reader acts on; a change here is written at once."""
+    return (
+        decision.state,
+        round(decision.throttle_factor, 3),
+        tuple(decision.unknown_brokers),
+        decision.caused_by_missing_data,
+    )
+
+
+class DecisionService:
+    def __init__(
+        self,
+        state: ClusterState,
+        *,
+        source: SnapshotSource,
+        live_brokers: Callable[[], frozenset[int]],
+        clock: Callable[[], datetime],
+        sink: Callable[[QuotaDecision], None],
+        metrics: ConsumerMetrics,
+        timing: LoopTiming = LoopTiming(),
+    ) -> None:
+        self.state = state
+        self._source = source
+        self._live_brokers = live_brokers
+        self._clock = clock
+        self._sink = sink
+        self._metrics = metrics
+        self._timing = timing
+        self._live_known = False
+        self._next_live_refresh = 0.0
+        self._next_assign_attempt = 0.0
+        self._last_written: tuple[object, ...] | None = None
+        self._last_written_at = float("-inf")
+        self._sink_healthy = False
+        self.current = CurrentDecision(state.decide(clock(), not_ready="starting"))
+
+    @property
+    def ready(self) -> bool:
+        """Caught up with the topic, knows the live brokers, and the last write succeeded."""
+        return self._source.caught_up and self._live_known and self._sink_healthy
+
+    def not_ready_reason(self) -> str | None:
+        if not self._source.assigned:
+            return "the snapshot topic is not assigned yet"
+        if not self._source.caught_up:
+            return "still reading the snapshot topic up to its end offsets seen at start"
+        if not self._live_known:
+            return "the live brokers are not known yet (Admin describe cluster)"
+        return None
+
+    def step(self) -> QuotaDecision:
+        """One turn of the loop: read what arrived, refresh what is due, decide, hand on."""
+        moment = self._clock().timestamp()
+        self._ensure_assigned(moment)
+        if self._source.assigned:
+            self._read_available()
+        self._metrics.caught_up.set(1 if self._source.caught_up else 0)
+        if moment >= self._next_live_refresh:
+            self._refresh_live_brokers(moment)
+        decision = self.state.decide(self._clock(), not_ready=self.not_ready_reason())
+        self.current.replace(decision)
+        self._metrics.observe_decision(decision)
+        self._hand_on(decision, moment)
+        return decision
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.step()
+            if not self._source.assigned:  # nothing to wait on in poll(): do not spin
+                stop.wait(self._timing.poll_timeout_seconds)
+
+    def _ensure_assigned(self, moment: float) -> None:
+        if self._source.assigned or moment < self._next_assign_attempt:
+            return
+        try:
+            self._source.assign_from_beginning()
+        except Exception as error:  # the cluster may be down: retry, never crash
+            self._metrics.read_errors.inc()
+            self._next_assign_attempt = moment + self._timing.retry_seconds
+            log.warning("snapshot topic not readable yet", error=str(error))
+
+    def _read_available(self) -> None:
+        try:
+            for record in self._source.poll(self._timing.poll_timeout_seconds):
+                self._apply(record)
+        except Exception as error:  # transport trouble: counted, retried next turn
+            self._metrics.read_errors.inc()
+            log.warning("reading the snapshot topic failed", error=str(error))
+
+    def _apply(self, record: TopicRecord) -> None:
+        event = interpret_message(record.key, record.value)
+        if isinstance(event, VolumeSnapshot):
+            taken = self.state.apply_snapshot(event)
+            self._metrics.messages.labels(outcome="applied" if taken else "superseded").inc()
+        elif isinstance(event, Retirement):
+            self.state.retire(event.broker_id)
+            self._metrics.messages.labels(outcome="retired").inc()
+            log.info("broker retired by tombstone", broker=event.broker_id)
+        else:
+            self._metrics.messages.labels(outcome="invalid").inc()
+            self._metrics.invalid_messages.labels(reason=event.reason.value).inc()
+            log.warning(
+                "invalid snapshot message skipped",
+                partition=record.partition,
+                offset=record.offset,
+                reason=event.describe(),
+            )
+
+    def _refresh_live_brokers(self, moment: float) -> None:
+        try:
+            live = self._live_brokers()
+        except Exception as error:  # keep the last known set; staleness still protects us
+            self._metrics.live_broker_errors.inc()
+            self._next_live_refresh = moment + self._timing.retry_seconds
+            log.warning("could not learn the live brokers", error=str(error))
+            return
+        if live != self.state.live_brokers:
+            log.info("live brokers changed", live=sorted(live))
+        self.state.set_live_brokers(live)
+        self._live_known = True
+        self._next_live_refresh = moment + self._timing.live_broker_refresh_seconds
+
+    def _hand_on(self, decision: QuotaDecision, moment: float) -> None:
+        key = material(decision)
+        due = moment - self._last_written_at >= self._timing.decision_refresh_seconds
+        if key == self._last_written and not due and self._sink_healthy:
+            return
+        try:
+            self._sink(decision)
+        except OSError as error:
+            self._sink_healthy = False
+            self._metrics.decision_write_errors.inc()
+            log.error("could not write the decision", error=str(error))
+            return
+        if key != self._last_written:
+            log.info(
+                "decision changed",
+                state=decision.state.value,
+                throttle_factor=decision.throttle_factor,
+                unknown_brokers=decision.unknown_brokers,
+                caused_by_missing_data=decision.caused_by_missing_data,
+                driver=decision.reasons[0].detail if decision.reasons else None,
+            )
+        self._sink_healthy = True
+        self._last_written = key
+        self._last_written_at = moment
+        self._metrics.decision_writes.inc()

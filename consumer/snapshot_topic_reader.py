@@ -1,0 +1,114 @@
+"""Reading the whole snapshot topic, then following it (shell: wraps a Kafka consumer).
+
+No consumer group offsets: every instance needs every broker's latest snapshot, so it assigns
+every partition from the beginning on start. It remembers the end offsets it saw at start and
+is *caught up* once it has read past them on every partition; until then the caller must not
+vouch for its view of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+
+class KafkaMessage(Protocol):
+    def error(self) -> Any: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+
+
+class KafkaConsumer(Protocol):
+    def list_topics(self, topic: str | None = ..., timeout: float = ...) -> Any: ...
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float = ..., cached: bool = ...
+    ) -> tuple[int, int]: ...
+    def assign(self, partitions: list[TopicPartition]) -> None: ...
+    def consume(self, num_messages: int = ..., timeout: float = ...) -> Sequence[KafkaMessage]: ...
+    def close(self) -> None: ...
+
+
+class TopicUnavailableError(Exception):
+    """The snapshot topic does not exist or its metadata cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    key: bytes | None
+    value: bytes | None
+    partition: int
+    offset: int
+
+
+class SnapshotTopicReader:
+    def __init__(
+        self,
+        consumer_factory: Callable[[Mapping[str, Any]], KafkaConsumer],
+        config: Mapping[str, Any],
+        topic: str,
+    ) -> None:
+        self._consumer = consumer_factory(
+            {
+                **config,
+                "group.id": config.get("group.id", "volume-quota-consumer"),
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": False,
+            }
+        )
+        self._topic = topic
+        self._end_offsets_at_start: dict[int, int] = {}
+        self._next_offsets: dict[int, int] = {}
+        self.assigned = False
+
+    def assign_from_beginning(self, timeout_seconds: float = 10.0) -> None:
+        """Find the partitions and their end offsets, then read every partition from offset 0."""
+        metadata = self._consumer.list_topics(self._topic, timeout=timeout_seconds)
+        topic_metadata = metadata.topics.get(self._topic)
+        if (
+            topic_metadata is None
+            or topic_metadata.error is not None
+            or not topic_metadata.partitions
+        ):
+            problem = "missing" if topic_metadata is None else topic_metadata.error
+            raise TopicUnavailableError(f"topic {self._topic!r} is not readable: {problem}")
+        partitions = sorted(topic_metadata.partitions)
+        for partition in partitions:
+            low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self._topic, partition), timeout=timeout_seconds
+            )
+            self._end_offsets_at_start[partition] = high
+            self._next_offsets[partition] = low
+        self._consumer.assign(
+            [TopicPartition(self._topic, partition, OFFSET_BEGINNING) for partition in partitions]
+        )
+        self.assigned = True
+
+    @property
+    def caught_up(self) -> bool:
+        """True once every partition was read up to the end offset it had at start."""
+        return self.assigned and all(
+            self._next_offsets.get(partition, 0) >= end
+            for partition, end in self._end_offsets_at_start.items()
+        )
+
+    def poll(self, timeout_seconds: float, max_records: int = 500) -> Iterator[TopicRecord]:
+        """Records that arrived, in partition order; transport errors are left to librdkafka."""
+        for message in self._consumer.consume(num_messages=max_records, timeout=timeout_seconds):
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise TopicUnavailableError(f"reading {self._topic!r} failed: {error}")
+            partition, offset = message.partition(), message.offset()
+            self._next_offsets[partition] = offset + 1
+            yield TopicRecord(message.key(), message.value(), partition, offset)
+
+    def close(self) -> None:
+        self._consumer.close()
