@@ -11,5 +11,8 @@ python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
 
+echo "== broker quota callback (Java): JUnit tests and the jar"
+(cd deploy/broker-plugin && mvn -q -B package)
+
 echo "== tests"
 python3 -m pytest "$@"

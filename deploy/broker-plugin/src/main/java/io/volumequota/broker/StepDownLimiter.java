@@ -1,0 +1,60 @@
+package io.volumequota.broker;
+
+import java.util.ArrayDeque;
+
+/**
+ * Limits how fast the effective quota may fall: it is never below
+ * {@code (highest quota in force during the last intervalMs) / maxRatio}, where intervalMs is
+ * the broker's quota window. Increases apply at once.
+ *
+ * <p>Why: the broker throttles a request by {@code (observedRate - quota) / quota x window}
+ * (QuotaUtils.throttleTime), and observedRate is the average over the last window, which the
+ * quotas in force during that window allowed. Jumping from Q to a much smaller q gives one
+ * throttle of about {@code (Q/q - 1) x window}: hours for PAUSE, and a client muted that long
+ * stays muted after the decision returns to OPEN. With this limit the ratio Q/q is at most
+ * maxRatio, so each such throttle stays near {@code (maxRatio - 1) x window}. A sidecar that
+ * lowers its factor gradually is followed without delay.
+ */
+final class StepDownLimiter {
+
+    private final double maxRatio;
+    private final long intervalMs;
+    /** The quotas in force during the last intervalMs, oldest first; the last one is current. */
+    private final ArrayDeque<InForce> history = new ArrayDeque<>();
+
+    private static final class InForce {
+        final double quota;
+        long untilMs = Long.MAX_VALUE;
+
+        InForce(double quota) {
+            this.quota = quota;
+        }
+    }
+
+    StepDownLimiter(double maxRatio, long intervalMs) {
+        this.maxRatio = maxRatio;
+        this.intervalMs = intervalMs;
+    }
+
+    /** The effective quota at {@code nowMs}, moving from the previous one towards {@code target}. */
+    double apply(double target, long nowMs) {
+        if (history.isEmpty()) {
+            history.addLast(new InForce(target));
+            return target;
+        }
+        while (history.peekFirst().untilMs <= nowMs - intervalMs) {
+            history.removeFirst(); // no longer in the broker's rate window
+        }
+        double ceiling = 0;
+        for (InForce value : history) {
+            ceiling = Math.max(ceiling, value.quota);
+        }
+        double next = Math.max(target, ceiling / maxRatio);
+        InForce current = history.peekLast();
+        if (next != current.quota) {
+            current.untilMs = nowMs;
+            history.addLast(new InForce(next));
+        }
+        return next;
+    }
+}

@@ -1,0 +1,166 @@
+package io.volumequota.broker;
+
+import java.nio.file.Path;
+import java.util.LinkedHashSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * The callback's settings, read from the broker properties handed to {@code configure()}.
+ * Every problem is a {@link ConfigException} that names the offending key, so a broker with a
+ * bad setting refuses to start instead of running without the guard.
+ */
+record VolumeQuotaConfig(
+        Path decisionPath,
+        double baseBytesPerSecond,
+        double pauseBytesPerSecond,
+        double maxStepDownRatio,
+        long stepDownIntervalMs,
+        Set<String> excludedUserNames,
+        OnMissing onMissing,
+        long reloadIntervalMs) {
+
+    static final String PREFIX = "volume.quota.";
+    static final String DECISION_PATH = PREFIX + "decision.path";
+    static final String BASE_BYTES_PER_SECOND = PREFIX + "produce.base.bytes.per.second";
+    static final String PAUSE_BYTES_PER_SECOND = PREFIX + "pause.bytes.per.second";
+    static final String MAX_STEP_DOWN_RATIO = PREFIX + "max.step.down.ratio";
+    static final String EXCLUDED_PRINCIPALS = PREFIX + "excluded.principals";
+    static final String ON_MISSING = PREFIX + "on.missing";
+    static final String RELOAD_INTERVAL_MS = PREFIX + "reload.interval.ms";
+
+    /** Kafka's own settings for the quota rate window; read so the step-down follows the broker's window. */
+    static final String KAFKA_QUOTA_WINDOW_NUM = "quota.window.num";
+    static final String KAFKA_QUOTA_WINDOW_SIZE_SECONDS = "quota.window.size.seconds";
+    static final int KAFKA_DEFAULT_QUOTA_WINDOW_NUM = 11;
+    static final int KAFKA_DEFAULT_QUOTA_WINDOW_SIZE_SECONDS = 1;
+
+    /**
+     * Default PAUSE floor: 256 KiB/s per principal and broker (2.5 % of a 10 MiB/s base).
+     *
+     * <p>A Kafka quota is a byte rate, not a delay, and it cannot be 0 (the broker computes an
+     * infinite throttle, casts it to int and gets -1: no throttle at all). The broker answers a
+     * request that breaks the quota with a throttle of {@code (observedRate - quota) / quota x
+     * window} (QuotaUtils.throttleTime), about {@code bytesInWindow / quota - window}, uncapped
+     * for produce. Near the floor the rate window can hold what the previous quota (at most
+     * {@code maxStepDownRatio} times larger) let in plus a few requests, so the longest throttle
+     * is roughly {@code (maxStepDownRatio - 1) x window + k x requestBytes / quota}, k about 2..3.
+     * Run through the broker's own ClientQuotaManager (QuotaManagerSimulationTest, base 10 MiB/s,
+     * requests 16 KiB .. 1 MiB, the default max.request.size), ratio 2 gives a longest throttle of
+     * 28.4 s at 128 KiB/s, 21.6 s at 256 KiB/s and 16.3 s at 384 KiB/s; at 256 KiB/s the slowest
+     * recovery to 90 % after OPEN, over every OPEN time tried, is 25.7 s: inside the 30 s target.
+     * A paused producer still gets about this rate (2.5 % of a 10 MiB/s base).
+     * See docs/broker-plugin.md.
+     */
+    static final double DEFAULT_PAUSE_BYTES_PER_SECOND = 256 * 1024;
+    /**
+     * Default maximum step down: the quota is never below half the highest quota in force during
+     * the last quota window ({@code quota.window.num x quota.window.size.seconds}). A producer
+     * that used quota Q and now faces Q/2 gets a first throttle of about one window (about 11 s
+     * with Kafka's defaults) instead of {@code (Q/newQuota - 1) x window}, which is many minutes
+     * for a jump from base to the floor. A larger ratio lets fewer bytes through while the quota
+     * comes down but makes that first throttle longer ((ratio - 1) x window).
+     */
+    static final double DEFAULT_MAX_STEP_DOWN_RATIO = 2.0;
+    static final long DEFAULT_RELOAD_INTERVAL_MS = 250;
+    static final OnMissing DEFAULT_ON_MISSING = OnMissing.PAUSE;
+
+    /** What to apply when there is no valid decision (missing, garbled, unknown schema, expired). */
+    enum OnMissing { PAUSE, OPEN }
+
+    static VolumeQuotaConfig parse(Map<String, ?> configs) {
+        Path path = Path.of(requiredString(configs, DECISION_PATH));
+        double base = positiveNumber(configs, BASE_BYTES_PER_SECOND, null);
+        double pause = positiveNumber(configs, PAUSE_BYTES_PER_SECOND, DEFAULT_PAUSE_BYTES_PER_SECOND);
+        if (pause > base) {
+            throw new ConfigException(PAUSE_BYTES_PER_SECOND, pause,
+                    "must not be larger than " + BASE_BYTES_PER_SECOND + " (" + base + ")");
+        }
+        double ratio = positiveNumber(configs, MAX_STEP_DOWN_RATIO, DEFAULT_MAX_STEP_DOWN_RATIO);
+        if (ratio <= 1.0) {
+            throw new ConfigException(MAX_STEP_DOWN_RATIO, ratio, "must be greater than 1");
+        }
+        long windowNum = positiveInteger(configs, KAFKA_QUOTA_WINDOW_NUM, KAFKA_DEFAULT_QUOTA_WINDOW_NUM);
+        long windowSeconds = positiveInteger(configs, KAFKA_QUOTA_WINDOW_SIZE_SECONDS,
+                KAFKA_DEFAULT_QUOTA_WINDOW_SIZE_SECONDS);
+        long reload = positiveInteger(configs, RELOAD_INTERVAL_MS, DEFAULT_RELOAD_INTERVAL_MS);
+        return new VolumeQuotaConfig(path, base, pause, ratio, windowNum * windowSeconds * 1000L,
+                excludedUserNames(configs), onMissing(configs), reload);
+    }
+
+    private static String requiredString(Map<String, ?> configs, String key) {
+        Object value = configs.get(key);
+        if (value == null || value.toString().isBlank()) {
+            throw new ConfigException(key, value, "is required");
+        }
+        return value.toString().trim();
+    }
+
+    private static double positiveNumber(Map<String, ?> configs, String key, Double defaultValue) {
+        Object value = configs.get(key);
+        if (value == null || value.toString().isBlank()) {
+            if (defaultValue == null) {
+                throw new ConfigException(key, value, "is required (a number > 0)");
+            }
+            return defaultValue;
+        }
+        double number;
+        try {
+            number = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
+        } catch (NumberFormatException e) {
+            throw new ConfigException(key, value, "must be a number > 0");
+        }
+        if (!(number > 0) || Double.isInfinite(number)) {
+            throw new ConfigException(key, value, "must be a number > 0");
+        }
+        return number;
+    }
+
+    private static long positiveInteger(Map<String, ?> configs, String key, long defaultValue) {
+        double number = positiveNumber(configs, key, (double) defaultValue);
+        if (number != Math.rint(number) || number > Integer.MAX_VALUE) {
+            throw new ConfigException(key, configs.get(key), "must be a whole number > 0");
+        }
+        return (long) number;
+    }
+
+    /**
+     * {@code ;}-separated principals written {@code User:<name>} (like super.users; {@code ;}
+     * because TLS distinguished names contain commas). Quotas are keyed by principal name,
+     * so only names of principal type {@code User} can be listed.
+     */
+    private static Set<String> excludedUserNames(Map<String, ?> configs) {
+        Object value = configs.get(EXCLUDED_PRINCIPALS);
+        Set<String> names = new LinkedHashSet<>();
+        if (value == null) {
+            return Set.of();
+        }
+        for (String entry : value.toString().split(";")) {
+            String trimmed = entry.trim();
+            if (trimmed.isEmpty()) {
+                continue;
+            }
+            if (!trimmed.startsWith("User:") || trimmed.length() == "User:".length()) {
+                throw new ConfigException(EXCLUDED_PRINCIPALS, value,
+                        "entries must look like User:<name>, separated by ';' (bad entry: '" + trimmed + "')");
+            }
+            names.add(trimmed.substring("User:".length()));
+        }
+        return Set.copyOf(names);
+    }
+
+    private static OnMissing onMissing(Map<String, ?> configs) {
+        Object value = configs.get(ON_MISSING);
+        if (value == null || value.toString().isBlank()) {
+            return DEFAULT_ON_MISSING;
+        }
+        try {
+            return OnMissing.valueOf(value.toString().trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(ON_MISSING, value, "must be PAUSE or OPEN");
+        }
+    }
+}
