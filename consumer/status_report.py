@@ -1,0 +1,116 @@
+"""``volume-quota status``: every broker's volumes and the cluster decision, as rows (pure)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from consumer.cluster_state import ClusterState
+from consumer.limits import judge_volume
+from consumer.reasons import human_bytes
+from schemas.decision import QuotaDecision, QuotaState
+from schemas.wire_types import WireModel
+
+
+class VolumeStatus(WireModel):
+    broker_id: int = Field(alias="brokerId")
+    broker_live: bool = Field(alias="brokerLive")
+    volume_name: str = Field(alias="volumeName")
+    path: str | None = None
+    capacity_bytes: int = Field(alias="capacityBytes")
+    free_bytes: int = Field(alias="freeBytes")
+    free_percent: float = Field(alias="freePercent")
+    soft_threshold_bytes: float = Field(alias="softThresholdBytes")
+    hard_threshold_bytes: float = Field(alias="hardThresholdBytes")
+    state: QuotaState
+    throttle_factor: float = Field(alias="throttleFactor")
+    snapshot_age_seconds: float = Field(alias="snapshotAgeSeconds")
+
+
+class ClusterStatus(WireModel):
+    decision: QuotaDecision
+    volumes: list[VolumeStatus]
+
+
+def cluster_status(state: ClusterState, decision: QuotaDecision, now: datetime) -> ClusterStatus:
+    """One row per volume of every broker with a snapshot, worst first."""
+    rows = []
+    moment = now.timestamp()
+    for assessment in state.assessments():
+        snapshot = assessment.snapshot
+        broker_live = snapshot.broker_id in state.live_brokers
+        for volume in snapshot.volumes:
+            verdict = judge_volume(volume, snapshot.soft_limit, snapshot.hard_limit)
+            rows.append(
+                VolumeStatus(
+                    broker_id=snapshot.broker_id,
+                    broker_live=broker_live,
+                    volume_name=volume.volume_name,
+                    path=volume.path,
+                    capacity_bytes=volume.capacity,
+                    free_bytes=volume.free,
+                    free_percent=100.0 * volume.free / volume.capacity if volume.capacity else 0.0,
+                    soft_threshold_bytes=verdict.soft_threshold,
+                    hard_threshold_bytes=verdict.hard_threshold,
+                    state=verdict.state,
+                    throttle_factor=verdict.throttle_factor,
+                    snapshot_age_seconds=moment - assessment.snapshot_timestamp,
+                )
+            )
+    rows.sort(key=lambda row: (row.throttle_factor, row.broker_id, row.volume_name))
+    return ClusterStatus(decision=decision, volumes=rows)
+
+
+_COLUMNS = ("BROKER", "VOLUME", "PATH", "FREE", "FREE %", "SOFT AT", "HARD AT", "STATE", "AGE")
+
+
+def render_status_table(status: ClusterStatus) -> str:
+    """A fixed-width table for people; ``--json`` gives scripts the same data."""
+    lines: list[list[str]] = [list(_COLUMNS)]
+    for row in status.volumes:
+        broker = f"{row.broker_id}" + ("" if row.broker_live else " (down)")
+        state = row.state.value
+        if row.state is QuotaState.THROTTLE:
+            state += f" {row.throttle_factor:.2f}"
+        lines.append(
+            [
+                broker,
+                row.volume_name,
+                row.path or "-",
+                f"{human_bytes(row.free_bytes)} / {human_bytes(row.capacity_bytes)}",
+                f"{row.free_percent:.1f}",
+                human_bytes(max(row.soft_threshold_bytes, 0)),
+                human_bytes(max(row.hard_threshold_bytes, 0)),
+                state,
+                _age(row.snapshot_age_seconds),
+            ]
+        )
+    widths = [max(len(line[column]) for line in lines) for column in range(len(_COLUMNS))]
+    table = "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+    decision = status.decision
+    summary = [
+        f"cluster decision: {decision.state.value}, throttle factor "
+        f"{decision.throttle_factor:.3f}"
+        + (" (caused by missing data)" if decision.caused_by_missing_data else ""),
+    ]
+    if decision.unknown_brokers:
+        summary.append(f"unknown brokers: {', '.join(map(str, decision.unknown_brokers))}")
+    summary.extend(f"  - {reason.detail}" for reason in decision.reasons[:5])
+    return table + "\n\n" + "\n".join(summary) + "\n"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def status_as_json(status: ClusterStatus) -> dict[str, Any]:
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)
