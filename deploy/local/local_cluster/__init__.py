@@ -1,0 +1,47 @@
+"""Start a real, mTLS-secured Apache Kafka 4 KRaft cluster on loopback for tests and demos.
+
+Typical use::
+
+    with LocalKafkaCluster(tmp_dir, broker_count=3) as cluster:
+        grant_volume_quota_acls(cluster)
+        producer = confluent_kafka.Producer(cluster.client_config("publisher"))
+
+Or from a shell: ``python -m local_cluster start --brokers 3 --dir /tmp/vq-cluster``.
+"""
+
+import logging
+
+from local_cluster.acls import SNAPSHOT_TOPIC, grant_volume_quota_acls, volume_quota_acl_bindings
+from local_cluster.broker_config import BrokerFiles, BrokerPorts
+from local_cluster.cluster import ClientConfig, LocalKafkaCluster
+from local_cluster.errors import LocalClusterError
+from local_cluster.jars import ensure_kafka_jars, kafka_version
+from local_cluster.pki import (
+    CLIENT_IDENTITIES,
+    ROGUE_IDENTITIES,
+    ClusterPki,
+    IdentityFiles,
+    read_certificate,
+)
+
+# A library does not print: without a handler configured by the application, the internal
+# clients' librdkafka messages (refused connections while brokers boot) are dropped.
+logging.getLogger("local_cluster").addHandler(logging.NullHandler())
+
+__all__ = [
+    "CLIENT_IDENTITIES",
+    "ROGUE_IDENTITIES",
+    "SNAPSHOT_TOPIC",
+    "BrokerFiles",
+    "BrokerPorts",
+    "ClientConfig",
+    "ClusterPki",
+    "IdentityFiles",
+    "LocalClusterError",
+    "LocalKafkaCluster",
+    "ensure_kafka_jars",
+    "grant_volume_quota_acls",
+    "kafka_version",
+    "read_certificate",
+    "volume_quota_acl_bindings",
+]

@@ -1,0 +1,110 @@
+"""The least-privilege ACLs the volume-quota publisher and consumer need, granted as admin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+# confluent-kafka re-exports these publicly but without __all__, so mypy --strict cannot tell.
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from local_cluster.cluster import LocalKafkaCluster
+from local_cluster.errors import LocalClusterError
+from local_cluster.probe import CLIENT_LOG
+
+SNAPSHOT_TOPIC = "__volume_quota_snapshots"
+PUBLISHER_PRINCIPAL = "User:publisher"
+CONSUMER_PRINCIPAL = "User:consumer"
+_ACL_TIMEOUT_S = 30.0
+
+
+def volume_quota_acl_bindings(
+    topic: str = SNAPSHOT_TOPIC,
+    *,
+    consumer_group: str | None = None,
+    cluster_describe: bool = False,
+) -> list[AclBinding]:
+    """Bindings that let the publisher create and write ``topic`` and the consumer read it.
+
+    ``consumer_group`` adds READ on that group for the consumer (needed only if it commits
+    offsets or subscribes). ``cluster_describe`` adds DESCRIBE on the cluster for both: not
+    needed for ``AdminClient.describe_cluster()`` (Kafka answers DescribeCluster without it),
+    only for ``include_authorized_operations=True`` to report the cluster's operations.
+    """
+    bindings = [
+        _allow(ResourceType.TOPIC, topic, PUBLISHER_PRINCIPAL, operation)
+        for operation in (
+            AclOperation.CREATE,
+            AclOperation.WRITE,
+            AclOperation.DESCRIBE,
+            AclOperation.DESCRIBE_CONFIGS,
+        )
+    ]
+    bindings += [
+        _allow(ResourceType.TOPIC, topic, CONSUMER_PRINCIPAL, operation)
+        for operation in (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS)
+    ]
+    if consumer_group is not None:
+        bindings.append(
+            _allow(ResourceType.GROUP, consumer_group, CONSUMER_PRINCIPAL, AclOperation.READ)
+        )
+    if cluster_describe:
+        bindings += [
+            _allow(ResourceType.BROKER, "kafka-cluster", principal, AclOperation.DESCRIBE)
+            for principal in (PUBLISHER_PRINCIPAL, CONSUMER_PRINCIPAL)
+        ]
+    return bindings
+
+
+def grant_volume_quota_acls(
+    cluster: LocalKafkaCluster,
+    topic: str = SNAPSHOT_TOPIC,
+    *,
+    consumer_group: str | None = None,
+    cluster_describe: bool = False,
+) -> None:
+    """Create :func:`volume_quota_acl_bindings` on ``cluster`` as ``User:admin`` (a super user).
+
+    Nobody else is granted anything, so any other principal (e.g. ``intruder``) is denied.
+    Raises :class:`LocalClusterError` if any binding is rejected.
+    """
+    bindings = volume_quota_acl_bindings(
+        topic, consumer_group=consumer_group, cluster_describe=cluster_describe
+    )
+    create_acls(cluster, bindings)
+
+
+def create_acls(cluster: LocalKafkaCluster, bindings: Iterable[AclBinding]) -> None:
+    """Create ACL bindings as the admin identity and wait for the brokers to confirm."""
+    config: dict[str, Any] = {**cluster.client_config("admin"), "logger": CLIENT_LOG}
+    admin = AdminClient(config)
+    futures = admin.create_acls(list(bindings), request_timeout=_ACL_TIMEOUT_S)
+    errors = []
+    for binding, future in futures.items():
+        try:
+            future.result(timeout=_ACL_TIMEOUT_S)
+        except Exception as exc:  # the future raises KafkaException or TimeoutError
+            errors.append(f"{binding}: {exc}")
+    if errors:
+        raise LocalClusterError("creating ACLs failed: " + "; ".join(errors))
+
+
+def _allow(
+    resource: ResourceType, name: str, principal: str, operation: AclOperation
+) -> AclBinding:
+    return AclBinding(
+        resource,
+        name,
+        ResourcePatternType.LITERAL,
+        principal,
+        "*",
+        operation,
+        AclPermissionType.ALLOW,
+    )

@@ -1,0 +1,179 @@
+"""Render each node's ``server.properties`` and log4j2 configuration.
+
+Every node is a combined broker+controller (``process.roles=broker,controller``) with a static
+controller quorum, so a 3-node cluster keeps its quorum while one node restarts. All three
+listeners are SSL with required client certificates: there is no port where a client without
+a certificate from the cluster CA can even complete a handshake, so no listener can grant an
+anonymous principal anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from local_cluster.pki import broker_identity
+
+CLIENT_LISTENER = "CLIENT"
+INTERNAL_LISTENER = "INTERNAL"
+CONTROLLER_LISTENER = "CONTROLLER"
+LOOPBACK = "127.0.0.1"
+ADMIN_PRINCIPAL = "User:admin"
+
+# The certificate subject is "CN=<name>,O=..." (RFC 2253 order); the principal is the CN only.
+# Anything else (a subject without a leading CN) keeps its full DN, which matches no ACL.
+PRINCIPAL_MAPPING_RULES = "RULE:^CN=([^,]+)(,.*)?$/$1/,DEFAULT"
+AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@dataclass(frozen=True)
+class BrokerPorts:
+    """Loopback ports of one node: clients, replication between brokers, and the KRaft quorum."""
+
+    client: int
+    internal: int
+    controller: int
+
+
+@dataclass(frozen=True)
+class BrokerFiles:
+    """Where one node keeps its configuration, logs and data."""
+
+    home: Path
+    data_dirs: tuple[Path, ...]
+
+    @property
+    def server_properties(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def log4j_config(self) -> Path:
+        return self.home / "log4j2.xml"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def server_log(self) -> Path:
+        """The broker's own log (log4j2 file appender)."""
+        return self.logs_dir / "server.log"
+
+    @property
+    def console_log(self) -> Path:
+        """JVM stdout/stderr: where a crash before logging starts (bad classpath, OOM) shows."""
+        return self.home / "console.log"
+
+    @property
+    def metadata_dir(self) -> Path:
+        """KRaft metadata log, kept off the data dirs so that filling a data volume (which
+        the volume-quota tests do on purpose) cannot take the controller quorum down."""
+        return self.home / "metadata"
+
+
+def server_properties(
+    *,
+    node_id: int,
+    all_ports: Sequence[BrokerPorts],
+    files: BrokerFiles,
+    keystore: Path,
+    truststore: Path,
+    extra: Mapping[str, str],
+) -> dict[str, str]:
+    """All properties of node ``node_id``; ``extra`` overrides any default."""
+    ports = all_ports[node_id]
+    node_count = len(all_ports)
+    replication = str(min(3, node_count))
+    min_isr = str(min(2, node_count))
+    voters = ",".join(f"{i}@{LOOPBACK}:{p.controller}" for i, p in enumerate(all_ports))
+    super_users = [f"User:{broker_identity(i)}" for i in range(node_count)] + [ADMIN_PRINCIPAL]
+    properties = {
+        "node.id": str(node_id),
+        "process.roles": "broker,controller",
+        "controller.quorum.voters": voters,
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "inter.broker.listener.name": INTERNAL_LISTENER,
+        "listeners": (
+            f"{CLIENT_LISTENER}://{LOOPBACK}:{ports.client},"
+            f"{INTERNAL_LISTENER}://{LOOPBACK}:{ports.internal},"
+            f"{CONTROLLER_LISTENER}://{LOOPBACK}:{ports.controller}"
+        ),
+        "advertised.listeners": (
+            f"{CLIENT_LISTENER}://{LOOPBACK}:{ports.client},"
+            f"{INTERNAL_LISTENER}://{LOOPBACK}:{ports.internal}"
+        ),
+        "listener.security.protocol.map": (
+            f"{CLIENT_LISTENER}:SSL,{INTERNAL_LISTENER}:SSL,{CONTROLLER_LISTENER}:SSL"
+        ),
+        # TLS on every listener, client certificate required everywhere.
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(truststore),
+        "ssl.client.auth": "required",
+        "ssl.endpoint.identification.algorithm": "https",
+        "ssl.principal.mapping.rules": PRINCIPAL_MAPPING_RULES,
+        "authorizer.class.name": AUTHORIZER_CLASS,
+        "allow.everyone.if.no.acl.found": "false",
+        "super.users": ";".join(super_users),
+        # Production-like: topics are created explicitly (the publisher needs CREATE).
+        "auto.create.topics.enable": "false",
+        "log.dirs": ",".join(str(d) for d in files.data_dirs),
+        "metadata.log.dir": str(files.metadata_dir),
+        "default.replication.factor": replication,
+        "min.insync.replicas": min_isr,
+        "offsets.topic.replication.factor": replication,
+        "transaction.state.log.replication.factor": replication,
+        "transaction.state.log.min.isr": min_isr,
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        # Small internal topics and few threads: the test machine has 2 shared cores.
+        "offsets.topic.num.partitions": "3",
+        "transaction.state.log.num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "background.threads": "2",
+        "num.replica.fetchers": "1",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.cleaner.threads": "1",
+        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
+    }
+    properties.update(extra)
+    return properties
+
+
+def write_properties(path: Path, properties: Mapping[str, str]) -> None:
+    """Write a Java ``.properties`` file (escaping backslashes and line breaks)."""
+    lines = ["# Generated by local_cluster; rewritten on every start."]
+    lines += [f"{_escape(key)}={_escape(value)}" for key, value in properties.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_log4j_config(files: BrokerFiles) -> None:
+    """Send every broker log line to ``logs/server.log`` (no console noise, no rotation)."""
+    files.logs_dir.mkdir(parents=True, exist_ok=True)
+    files.log4j_config.write_text(
+        f"""<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN" shutdownHook="disable">
+  <Appenders>
+    <File name="server" fileName={quoteattr(str(files.server_log))}>
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Logger name="org.apache.kafka.controller" level="INFO"/>
+    <Root level="INFO">
+      <AppenderRef ref="server"/>
+    </Root>
+  </Loggers>
+</Configuration>
+"""
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
