@@ -20,6 +20,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
     AdminClient,
     NewTopic,
 )
+
 from local_cluster.probe import CLIENT_LOG
 
 DEFAULT_TIMEOUT_S = 30.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from local_cluster import BrokerFiles, BrokerPorts, LocalClusterError, LocalKafkaCluster
 from local_cluster.broker_config import server_properties
 

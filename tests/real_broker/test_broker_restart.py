@@ -10,6 +10,7 @@ import time
 
 import pytest
 from confluent_kafka.admin import AdminClient
+
 from local_cluster import LocalKafkaCluster, grant_volume_quota_acls
 
 from .kafka_helpers import (

@@ -9,6 +9,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
+
 from local_cluster import ClusterPki, read_certificate
 
 pytestmark = pytest.mark.real_broker
