@@ -14,5 +14,8 @@ python3 -m mypy
 echo "== broker quota callback (Java): JUnit tests and the jar"
 (cd deploy/broker-plugin && mvn -q -B package)
 
+echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
+bash deploy/helm/install-helm.sh
+
 echo "== tests"
 python3 -m pytest "$@"

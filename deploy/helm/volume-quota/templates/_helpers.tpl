@@ -1,0 +1,170 @@
+{{/* Names */}}
+{{- define "volume-quota.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The StatefulSet's name; 40 characters leave room for "-headless" and pod ordinals. */}}
+{{- define "volume-quota.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "volume-quota.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "volume-quota.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "volume-quota.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "volume-quota.labels" -}}
+helm.sh/chart: {{ include "volume-quota.chart" . }}
+{{ include "volume-quota.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: volume-quota
+{{- end -}}
+
+{{- define "volume-quota.headlessName" -}}
+{{- printf "%s-headless" (include "volume-quota.fullname" .) -}}
+{{- end -}}
+
+{{/* <fullname>-headless.<namespace>.svc.<clusterDomain>: the domain of every pod's FQDN. */}}
+{{- define "volume-quota.podDomain" -}}
+{{- printf "%s.%s.svc.%s" (include "volume-quota.headlessName" .) .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
+{{- define "volume-quota.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "volume-quota.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "volume-quota.kafkaImage" -}}
+{{- printf "%s:%s" .Values.kafka.image.repository .Values.kafka.image.tag -}}
+{{- end -}}
+
+{{- define "volume-quota.sidecarImage" -}}
+{{- printf "%s:%s" .Values.sidecar.image.repository .Values.sidecar.image.tag -}}
+{{- end -}}
+
+{{/*
+KRaft cluster id: kafka.clusterId, or 21 hex digits of sha256(namespace/release) + "A": hex
+digits are base64url characters and "A" ends a 22-character id with zero padding bits, so
+the result decodes to the 16 bytes Kafka expects, and stays the same across upgrades.
+*/}}
+{{- define "volume-quota.clusterId" -}}
+{{- if .Values.kafka.clusterId -}}
+{{- .Values.kafka.clusterId -}}
+{{- else -}}
+{{- printf "%sA" (sha256sum (printf "%s/%s" .Release.Namespace .Release.Name) | trunc 21) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "volume-quota.brokerTlsSecret" -}}
+{{- default (printf "%s-broker-tls" (include "volume-quota.fullname" .)) .Values.kafka.tls.secretName -}}
+{{- end -}}
+
+{{- define "volume-quota.sidecarTlsSecret" -}}
+{{- default (printf "%s-sidecar-tls" (include "volume-quota.fullname" .)) .Values.sidecar.tls.secretName -}}
+{{- end -}}
+
+{{- define "volume-quota.aclJobTlsSecret" -}}
+{{- default (include "volume-quota.brokerTlsSecret" .) .Values.aclJob.tls.secretName -}}
+{{- end -}}
+
+{{/* Every node's client listener by its FQDN, comma-separated. */}}
+{{- define "volume-quota.bootstrapServers" -}}
+{{- if .Values.sidecar.bootstrapServers -}}
+{{- .Values.sidecar.bootstrapServers -}}
+{{- else -}}
+{{- $fullname := include "volume-quota.fullname" . -}}
+{{- $domain := include "volume-quota.podDomain" . -}}
+{{- $port := int .Values.kafka.ports.client -}}
+{{- $servers := list -}}
+{{- range $ordinal := until (int .Values.replicas) -}}
+{{- $servers = append $servers (printf "%s-%d.%s:%d" $fullname $ordinal $domain $port) -}}
+{{- end -}}
+{{- join "," $servers -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Static KRaft voters: <id>@<pod FQDN>:<controller port> for every node. */}}
+{{- define "volume-quota.quorumVoters" -}}
+{{- $fullname := include "volume-quota.fullname" . -}}
+{{- $domain := include "volume-quota.podDomain" . -}}
+{{- $port := int .Values.kafka.ports.controller -}}
+{{- $voters := list -}}
+{{- range $ordinal := until (int .Values.replicas) -}}
+{{- $voters = append $voters (printf "%d@%s-%d.%s:%d" $ordinal $fullname $ordinal $domain $port) -}}
+{{- end -}}
+{{- join "," $voters -}}
+{{- end -}}
+
+{{- define "volume-quota.superUsers" -}}
+{{- $users := list (printf "User:%s" .Values.kafka.brokerPrincipal) -}}
+{{- range .Values.kafka.superUsers -}}
+{{- $users = append $users . -}}
+{{- end -}}
+{{- join ";" (uniq $users) -}}
+{{- end -}}
+
+{{/* The sidecar's principal first, then the operators' list; ";"-separated (DNs have commas). */}}
+{{- define "volume-quota.excludedPrincipals" -}}
+{{- $principals := list (printf "User:%s" .Values.sidecar.principal) -}}
+{{- range .Values.quota.excludedPrincipals -}}
+{{- $principals = append $principals . -}}
+{{- end -}}
+{{- join ";" (uniq $principals) -}}
+{{- end -}}
+
+{{/* Mount points of the broker's volumes (the data volumes, then the metadata volume). */}}
+{{- define "volume-quota.dataMountPath" -}}
+{{- printf "/var/lib/kafka/data-%d" . -}}
+{{- end -}}
+
+{{- define "volume-quota.metadataMountPath" -}}
+/var/lib/kafka/metadata
+{{- end -}}
+
+{{- define "volume-quota.volumeMountPaths" -}}
+{{- $paths := list -}}
+{{- range $index, $volume := .Values.kafka.storage.data -}}
+{{- $paths = append $paths (include "volume-quota.dataMountPath" $index) -}}
+{{- end -}}
+{{- if .Values.kafka.storage.metadata.enabled -}}
+{{- $paths = append $paths (include "volume-quota.metadataMountPath" .) -}}
+{{- end -}}
+{{- join "," $paths -}}
+{{- end -}}
+
+{{/* Fixed paths inside the pod. */}}
+{{- define "volume-quota.decisionDir" -}}/var/run/volume-quota{{- end -}}
+{{- define "volume-quota.decisionFile" -}}/var/run/volume-quota/decision.json{{- end -}}
+{{- define "volume-quota.pluginDir" -}}/opt/volume-quota/broker-plugin{{- end -}}
+{{- define "volume-quota.pluginJar" -}}/opt/volume-quota/broker-plugin/volume-quota-broker-plugin.jar{{- end -}}
+{{- define "volume-quota.brokerTlsDir" -}}/etc/kafka/tls{{- end -}}
+{{- define "volume-quota.sidecarTlsDir" -}}/etc/volume-quota/tls{{- end -}}
+{{- define "volume-quota.configTemplateDir" -}}/opt/volume-quota/kafka-config-template{{- end -}}
+{{- define "volume-quota.configDir" -}}/opt/volume-quota/kafka-config{{- end -}}
+
+{{/* Refuse combinations that would leave every producer paused for good. */}}
+{{- define "volume-quota.validate" -}}
+{{- if and .Values.quota.enabled (not .Values.sidecar.enabled) -}}
+{{- fail "quota.enabled=true needs sidecar.enabled=true: without the sidecar no decision file is ever written, and every broker applies quota.onMissing forever" -}}
+{{- end -}}
+{{- if gt (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond) -}}
+{{- fail (printf "quota.pauseBytesPerSecond (%d) must not exceed quota.produceBaseBytesPerSecond (%d)" (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond)) -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,50 @@
+"""helm itself: the pinned version is installed, and `helm lint --strict` accepts the chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.chart.chart_tools import (
+    CHART,
+    HELM_VERSION,
+    PRODUCTION_VALUES,
+    helm_binary,
+    lint,
+    render_notes,
+    run_helm,
+)
+
+
+def test_the_pinned_helm_is_installed() -> None:
+    assert helm_binary().name == "helm"
+    assert run_helm("version", "--template", "{{.Version}}").strip() == HELM_VERSION
+
+
+def test_helm_assumes_a_kubernetes_version_the_chart_accepts() -> None:
+    # install-helm.sh sets helm's default Kubernetes version to the release binaries' (1.37);
+    # a plain `go install` would leave 1.20, and Chart.yaml's kubeVersion (>=1.28) refuses that.
+    assert "kind: StatefulSet" in run_helm("template", "x", str(CHART))
+
+
+def test_lint_strict_passes_with_the_default_values() -> None:
+    output = lint()
+    assert "1 chart(s) linted, 0 chart(s) failed" in output
+    assert "[WARNING]" not in output
+    assert "[ERROR]" not in output
+
+
+def test_lint_strict_passes_with_production_like_values() -> None:
+    output = lint([PRODUCTION_VALUES])
+    assert "1 chart(s) linted, 0 chart(s) failed" in output
+    assert "[WARNING]" not in output
+    assert "[ERROR]" not in output
+
+
+def test_the_install_notes_name_the_secrets_and_the_quota(tmp_path: Path) -> None:
+    notes = render_notes(tmp_path / "chart", [PRODUCTION_VALUES])
+    assert "5 Kafka nodes (KRaft, broker + controller)" in notes
+    assert "Secret kafka-broker-tls: broker certificate (CN kafka-broker" in notes
+    assert "Secret volume-quota-sidecar-tls: sidecar client certificate" in notes
+    assert "Secret kafka-admin-tls: used by Job vq-volume-quota-acls-1" in notes
+    assert "Never throttled: User:volume-quota-sidecar;User:kafka-admin;" in notes
+    assert "producers get the PAUSE floor of 393216 B/s" in notes

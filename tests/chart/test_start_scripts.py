@@ -1,0 +1,174 @@
+"""The shell scripts the chart ships, run here against stand-ins for Kafka's tools, and the
+KRaft cluster id the chart derives."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.chart.chart_tools import RELEASE, Manifest, container, env_values, find, pod_spec, render
+
+FULLNAME = f"{RELEASE}-volume-quota"
+POD_DOMAIN = f"{FULLNAME}-headless.kafka.svc.cluster.local"
+RECORDING_TOOL = """#!/bin/bash
+printf '%s\\n' "$@" > "$(dirname "$0")/$(basename "$0").args"
+"""
+
+
+def _stub_kafka_home(root: Path, tools: tuple[str, ...]) -> Path:
+    bin_dir = root / "kafka" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in tools:
+        path = bin_dir / tool
+        path.write_text(RECORDING_TOOL)
+        path.chmod(0o755)
+    return root / "kafka"
+
+
+def _tls_dir(root: Path) -> Path:
+    tls = root / "tls"
+    tls.mkdir()
+    (tls / "tls.key").write_text("-----BEGIN PRIVATE KEY-----\nkey\n-----END PRIVATE KEY-----\n")
+    (tls / "tls.crt").write_text("-----BEGIN CERTIFICATE-----\ncert\n-----END CERTIFICATE-----\n")
+    (tls / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n")
+    return tls
+
+
+def _run_kafka_start(
+    manifests: list[Manifest], root: Path, environment: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """kafka-start.sh with its fixed paths moved under ``root``."""
+    config_map = find(manifests, "ConfigMap", f"{FULLNAME}-kafka")["data"]
+    template_dir, config_dir = root / "template", root / "config"
+    template_dir.mkdir()
+    config_dir.mkdir()
+    (template_dir / "server.properties").write_text(config_map["server.properties"])
+    script = (
+        config_map["kafka-start.sh"]
+        .replace("/opt/volume-quota/kafka-config-template", str(template_dir))
+        .replace("/opt/volume-quota/kafka-config", str(config_dir))
+        .replace("/etc/kafka/tls", str(_tls_dir(root)))
+    )
+    kafka_home = _stub_kafka_home(root, ("kafka-storage.sh", "kafka-server-start.sh"))
+    kafka = container(pod_spec(manifests), "kafka")
+    env = {
+        "PATH": os.environ["PATH"],
+        **env_values(kafka),
+        "KAFKA_HOME": str(kafka_home),
+        "POD_NAME": f"{FULLNAME}-2",
+        "HOSTNAME": f"{FULLNAME}-2",
+        **environment,
+    }
+    return subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, check=False, timeout=30
+    )
+
+
+def test_kafka_start_writes_this_nodes_config_and_starts_kafka(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    completed = _run_kafka_start(default_manifests, tmp_path, {"KAFKA_NODE_ID": "2"})
+    assert completed.returncode == 0, completed.stderr
+    config = tmp_path / "config" / "server.properties"
+    lines = config.read_text().splitlines()
+    assert lines[-3:] == [
+        "node.id=2",
+        f"advertised.listeners=CLIENT://{FULLNAME}-2.{POD_DOMAIN}:9092,"
+        f"INTERNAL://{FULLNAME}-2.{POD_DOMAIN}:9091",
+        f"ssl.keystore.location={tmp_path}/config/keystore.pem",
+    ]
+    assert "client.quota.callback.class=io.volumequota.broker.VolumeQuotaCallback" in lines
+    keystore = tmp_path / "config" / "keystore.pem"
+    tls = tmp_path / "tls"
+    assert keystore.read_text() == (tls / "tls.key").read_text() + (tls / "tls.crt").read_text()
+    assert stat.S_IMODE(keystore.stat().st_mode) == 0o600
+    bin_dir = tmp_path / "kafka" / "bin"
+    cluster_id = env_values(container(pod_spec(default_manifests), "kafka"))["KAFKA_CLUSTER_ID"]
+    assert (bin_dir / "kafka-storage.sh.args").read_text().splitlines() == [
+        "format",
+        "--ignore-formatted",
+        "--cluster-id",
+        cluster_id,
+        "--config",
+        str(config),
+    ]
+    assert (bin_dir / "kafka-server-start.sh.args").read_text().splitlines() == [str(config)]
+
+
+def test_kafka_start_falls_back_to_the_host_names_ordinal(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    completed = _run_kafka_start(default_manifests, tmp_path, {"KAFKA_NODE_ID": ""})
+    assert completed.returncode == 0, completed.stderr
+    assert "node.id=2" in (tmp_path / "config" / "server.properties").read_text().splitlines()
+
+
+def test_kafka_start_refuses_a_pod_without_an_ordinal(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    completed = _run_kafka_start(
+        default_manifests, tmp_path, {"KAFKA_NODE_ID": "", "HOSTNAME": "kafka"}
+    )
+    assert completed.returncode == 1
+    assert "cannot tell this pod's ordinal (got 'kafka')" in completed.stderr
+    assert not (tmp_path / "kafka" / "bin" / "kafka-server-start.sh.args").exists()
+
+
+def test_the_acl_script_grants_the_sidecar_its_operations(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    script = find(default_manifests, "ConfigMap", f"{FULLNAME}-acls")["data"]["grant-acls.sh"]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    script = script.replace("/tmp/", f"{scratch}/").replace(
+        "/etc/kafka/admin-tls", str(_tls_dir(tmp_path))
+    )
+    kafka_home = _stub_kafka_home(tmp_path, ("kafka-acls.sh",))
+    job = find(default_manifests, "Job")["spec"]["template"]["spec"]
+    env = {
+        "PATH": os.environ["PATH"],
+        **env_values(container(job, "grant-acls")),
+        "KAFKA_HOME": str(kafka_home),
+    }
+    completed = subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, check=False, timeout=30
+    )
+    assert completed.returncode == 0, completed.stderr
+    properties = (scratch / "admin.properties").read_text().splitlines()
+    assert "security.protocol=SSL" in properties
+    assert f"ssl.keystore.location={scratch}/keystore.pem" in properties
+    # The stub records the last call: the listing after the grant.
+    arguments = (kafka_home / "bin" / "kafka-acls.sh.args").read_text().splitlines()
+    assert arguments[-3:] == ["--list", "--topic", "__volume_quota_snapshots"]
+
+
+def _decoded_cluster_id(cluster_id: str) -> bytes:
+    assert len(cluster_id) == 22
+    decoded = base64.urlsafe_b64decode(cluster_id + "==")
+    # Kafka's Uuid.fromString: 16 bytes; the unused low bits of the last character are zero.
+    assert base64.urlsafe_b64encode(decoded).decode().rstrip("=") == cluster_id
+    return decoded
+
+
+def _cluster_id(manifests: list[Manifest]) -> str:
+    return env_values(container(pod_spec(manifests), "kafka"))["KAFKA_CLUSTER_ID"]
+
+
+def test_the_derived_cluster_id_is_a_kafka_uuid_stable_per_release(
+    default_manifests: list[Manifest],
+) -> None:
+    derived = _cluster_id(default_manifests)
+    assert len(_decoded_cluster_id(derived)) == 16
+    assert _cluster_id(render()) == derived
+    assert _cluster_id(render(release="other")) != derived
+
+
+@pytest.mark.parametrize("cluster_id", ["q1Xx0rT3SqGmD2vZ0bE7wA", "MkU3OEVBNTcwNTJENDM2Qg"])
+def test_an_explicit_cluster_id_is_used_as_given(cluster_id: str) -> None:
+    assert len(_decoded_cluster_id(cluster_id)) == 16
+    assert _cluster_id(render(settings={"kafka.clusterId": cluster_id})) == cluster_id
