@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from consumer import evaluate_command
 from consumer.cli_arguments import UsageError
+from publisher import publish_command, retire_command
 
 DESCRIPTION = """\
 volume-quota keeps every Kafka broker from running out of disk by letting every broker see every
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subcommands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     evaluate_command.register(subcommands)
+    publish_command.register(subcommands)
+    retire_command.register(subcommands)
     return parser
 
 

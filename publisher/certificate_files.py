@@ -1,0 +1,73 @@
+"""The TLS files on disk: reading them, and noticing when they are replaced (rotation).
+
+Strimzi and cert-manager rotate certificates by replacing the files (for a Kubernetes secret
+volume, by swapping a symlink). librdkafka reads the files once, when a client is created, so the
+publisher watches their content and rebuilds its producer when it changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher.certificate_inspection import (
+    CertificateSummary,
+    check_key_matches_certificate,
+    count_certificates,
+    summarize_certificate,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    ca_file: Path
+    certificate_file: Path
+    key_file: Path
+    key_password: str | None = None
+
+    @property
+    def paths(self) -> tuple[Path, Path, Path]:
+        return (self.ca_file, self.certificate_file, self.key_file)
+
+
+def fingerprint(paths: Sequence[Path]) -> tuple[str, ...]:
+    """A SHA-256 of each file's content ("missing" when unreadable): equal means unchanged."""
+    digests = []
+    for path in paths:
+        try:
+            digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
+        except OSError:
+            digests.append("missing")
+    return tuple(digests)
+
+
+def check_tls_files(files: TlsFiles) -> CertificateSummary:
+    """Raise ``CertificateError``/``OSError`` unless the files form a usable set; return the
+    client certificate's summary."""
+    count_certificates(files.ca_file.read_bytes())
+    certificate_pem = files.certificate_file.read_bytes()
+    password = files.key_password.encode() if files.key_password is not None else None
+    check_key_matches_certificate(certificate_pem, files.key_file.read_bytes(), password)
+    return summarize_certificate(certificate_pem)
+
+
+class TlsFileWatch:
+    """Tells when the TLS files changed since the last accepted version."""
+
+    def __init__(self, files: TlsFiles) -> None:
+        self._files = files
+        self._accepted = fingerprint(files.paths)
+
+    @property
+    def files(self) -> TlsFiles:
+        return self._files
+
+    def changed(self) -> tuple[str, ...] | None:
+        """The new fingerprint when any file differs from the accepted version, else None."""
+        current = fingerprint(self._files.paths)
+        return None if current == self._accepted else current
+
+    def accept(self, new_fingerprint: tuple[str, ...]) -> None:
+        self._accepted = new_fingerprint

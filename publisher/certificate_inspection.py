@@ -1,0 +1,77 @@
+"""Reading PEM certificates and keys: expiry, and whether a key belongs to a certificate (pure).
+
+Works on bytes already read; the files are read by ``certificate_files``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+
+class CertificateError(ValueError):
+    """A PEM file that cannot be used: unreadable, not PEM, wrong password, key mismatch."""
+
+
+@dataclass(frozen=True, slots=True)
+class CertificateSummary:
+    subject: str
+    not_after: datetime
+
+
+def summarize_certificate(pem: bytes) -> CertificateSummary:
+    """The first certificate in ``pem`` (the leaf in a chain file)."""
+    certificate = _first_certificate(pem)
+    return CertificateSummary(certificate.subject.rfc4514_string(), certificate.not_valid_after_utc)
+
+
+def count_certificates(pem: bytes) -> int:
+    """How many certificates a CA bundle holds; ``CertificateError`` when it holds none."""
+    try:
+        certificates = x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        raise CertificateError("holds no PEM certificate") from None
+    return len(certificates)
+
+
+def seconds_until_expiry(summary: CertificateSummary, now: datetime) -> float:
+    """Negative once the certificate has expired."""
+    return (summary.not_after - now).total_seconds()
+
+
+def check_key_matches_certificate(
+    certificate_pem: bytes, key_pem: bytes, password: bytes | None = None
+) -> None:
+    """Raise ``CertificateError`` unless ``key_pem`` is the private key of the certificate.
+
+    During a rotation the certificate and key files are replaced one after the other; a
+    mismatch means the rotation is not finished yet.
+    """
+    certificate = _first_certificate(certificate_pem)
+    key = load_private_key(key_pem, password)
+    public_format = serialization.PublicFormat.SubjectPublicKeyInfo
+    encoding = serialization.Encoding.DER
+    if key.public_key().public_bytes(
+        encoding, public_format
+    ) != certificate.public_key().public_bytes(encoding, public_format):
+        raise CertificateError("the private key does not belong to the certificate")
+
+
+def load_private_key(key_pem: bytes, password: bytes | None = None) -> PrivateKeyTypes:
+    try:
+        return serialization.load_pem_private_key(key_pem, password=password)
+    except TypeError as error:
+        raise CertificateError(f"cannot open the private key: {error}") from None
+    except ValueError as error:
+        raise CertificateError(f"not a usable PEM private key ({error})") from None
+
+
+def _first_certificate(pem: bytes) -> x509.Certificate:
+    try:
+        return x509.load_pem_x509_certificates(pem)[0]
+    except ValueError:
+        raise CertificateError("holds no PEM certificate") from None

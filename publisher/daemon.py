@@ -1,0 +1,220 @@
+"""``volume-quota publish`` as a long-running daemon: the wiring of the imperative shell.
+
+Discovers the volumes, builds the producer, starts the HTTP endpoints and the topic guard, runs
+the publication loop until stopped (SIGTERM/SIGINT or a ``threading.Event``), then flushes for at
+most ``shutdown_timeout`` and exits. Usable in-process::
+
+    daemon = PublisherDaemon(settings)      # validates; binds the HTTP port
+    daemon.run(stop_event)                  # blocks until stop_event is set
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from consumer.cli_arguments import UsageError
+from publisher.certificate_files import TlsFileWatch
+from publisher.certificate_inspection import CertificateError
+from publisher.clock import Clock, SystemClock
+from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
+from publisher.http_endpoints import EndpointServer
+from publisher.kafka_client_config import admin_config, producer_config
+from publisher.kafka_sink import KafkaSnapshotSink
+from publisher.limit_parsing import format_limit
+from publisher.logging_setup import get_logger
+from publisher.publication_loop import LoopSettings, PublicationLoop, SinkFactory
+from publisher.publication_policy import PublicationPolicy
+from publisher.publisher_metrics import PublisherMetrics
+from publisher.settings import PublisherSettings, describe_setting
+from publisher.topic_requirements import TopicRequirements
+from publisher.topic_setup import TopicGuard, new_admin_client
+from publisher.volume_discovery import VolumeDiscoveryError, discover_volumes
+from publisher.volume_measurement import measure_volumes
+from publisher.volumes import Volume
+
+log = get_logger("volume_quota.publisher")
+
+LIVENESS_GRACE_SECONDS = 30.0
+
+
+def discover_configured_volumes(settings: PublisherSettings) -> list[Volume]:
+    try:
+        return discover_volumes(settings.required_log_dirs(), settings.volume_limits)
+    except VolumeDiscoveryError as error:
+        raise UsageError(str(error)) from None
+
+
+class PublisherDaemon:
+    def __init__(
+        self,
+        settings: PublisherSettings,
+        clock: Clock | None = None,
+        sink_factory: SinkFactory | None = None,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock or SystemClock()
+        self.broker_id = settings.required_broker_id()
+        self.volumes = discover_configured_volumes(settings)
+        connection = settings.required_kafka_connection()
+        self._requirements: TopicRequirements = settings.topic_requirements()
+        self.metrics = PublisherMetrics()
+        self._topic_guard = TopicGuard(
+            lambda: new_admin_client(admin_config(connection, self.broker_id)),
+            self._requirements,
+            create=settings.create_topic,
+            timeout_seconds=min(10.0, settings.delivery_timeout),
+        )
+        producer_settings = producer_config(connection, self.broker_id, settings.delivery_timeout)
+        self._sink_factory: SinkFactory = sink_factory or (
+            lambda on_client_error: KafkaSnapshotSink(
+                producer_settings, settings.topic, on_client_error=on_client_error
+            )
+        )
+        self._loop: PublicationLoop | None = None
+        self._health_limits = HealthLimits(
+            liveness_max_age_seconds=max(LIVENESS_GRACE_SECONDS, 10 * settings.sample_interval),
+            readiness_max_age_seconds=settings.readiness_max_age,
+        )
+        try:
+            self._server = EndpointServer(
+                settings.metrics_host,
+                settings.metrics_port,
+                self.metrics.registry,
+                self.liveness,
+                self.readiness,
+            )
+        except OSError as error:
+            raise UsageError(
+                f"{describe_setting('metrics_port')}: cannot listen on "
+                f"{settings.metrics_host}:{settings.metrics_port}: {error.strerror or error}"
+            ) from None
+
+    @property
+    def http_port(self) -> int:
+        return self._server.port
+
+    def liveness(self) -> HealthVerdict:
+        if self._loop is None:
+            return HealthVerdict(False, ("starting",))
+        return assess_liveness(
+            self._loop.health_inputs(), self._clock.monotonic(), self._health_limits
+        )
+
+    def readiness(self) -> HealthVerdict:
+        if self._loop is None:
+            return HealthVerdict(False, ("starting",))
+        return assess_readiness(
+            self._loop.health_inputs(), self._clock.monotonic(), self._health_limits
+        )
+
+    def run(self, stop: threading.Event) -> int:
+        """Publish until ``stop`` is set; 0 on a clean stop. A misconfigured topic raises
+        ``UsageError`` (exit status 2)."""
+        settings = self._settings
+        loop: PublicationLoop | None = None
+        self._server.start()
+        try:
+            loop = self._build_loop()
+            self._loop = loop
+            log.info(
+                "publisher started",
+                broker_id=self.broker_id,
+                volumes=[
+                    {
+                        "name": volume.name,
+                        "mount_point": volume.mount_point,
+                        "log_dirs": volume.log_dirs,
+                    }
+                    for volume in self.volumes
+                ],
+                soft_limit=format_limit(settings.soft_limit),
+                hard_limit=format_limit(settings.hard_limit),
+                topic=settings.topic,
+                http_port=self.http_port,
+            )
+            self._topic_guard.start()
+            misconfiguration = self._run_loop(loop, stop)
+            if misconfiguration is not None:
+                raise UsageError(misconfiguration)
+            return 0
+        finally:
+            self._topic_guard.stop()
+            if loop is not None:
+                pending = loop.flush(settings.shutdown_timeout)
+                log.info("publisher stopped", undelivered_messages=pending)
+            self._server.stop()
+
+    def _build_loop(self) -> PublicationLoop:
+        try:
+            return self._new_loop()
+        except (CertificateError, OSError) as error:  # the files changed since validation
+            raise UsageError(f"{describe_setting('tls_cert_file')}: {error}") from None
+
+    def _new_loop(self) -> PublicationLoop:
+        settings = self._settings
+        loop_settings = LoopSettings(
+            broker_id=self.broker_id,
+            soft_limit=settings.soft_limit,
+            hard_limit=settings.hard_limit,
+            policy=PublicationPolicy(
+                heartbeat_interval_seconds=settings.heartbeat_interval,
+                change_threshold_percent=settings.change_threshold_percent,
+            ),
+            sample_interval_seconds=settings.sample_interval,
+            delivery_timeout_seconds=settings.delivery_timeout,
+        )
+        return PublicationLoop(
+            loop_settings,
+            volumes=self.volumes,
+            measure=measure_volumes,
+            sink_factory=self._sink_factory,
+            clock=self._clock,
+            metrics=self.metrics,
+            topic_ready=self._topic_guard.ready.is_set,
+            topic_problem=lambda: self._topic_guard.problem,
+            tls_watch=TlsFileWatch(settings.required_tls_files()),
+        )
+
+    def _run_loop(self, loop: PublicationLoop, stop: threading.Event) -> str | None:
+        """Run the loop, and stop it when the topic guard finds the topic misconfigured."""
+        watcher_stop = threading.Event()
+
+        def watch_topic() -> None:
+            while not watcher_stop.wait(0.5):
+                if self._topic_guard.misconfiguration is not None:
+                    stop.set()
+                    return
+
+        watcher = threading.Thread(target=watch_topic, name="volume-quota-topic-watch", daemon=True)
+        watcher.start()
+        try:
+            loop.run(stop)
+        finally:
+            watcher_stop.set()
+            watcher.join(timeout=2)
+        return self._topic_guard.misconfiguration
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGTERM or SIGINT while inside; only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("stop requested", signal=signal.Signals(signum).name)
+        stop.set()
+
+    previous = {
+        signum: signal.signal(signum, request_stop) for signum in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,117 @@
+"""Sending snapshot messages with a confluent-kafka ``Producer`` that can be rebuilt.
+
+librdkafka reads the TLS files only when a client is created, so a certificate rotation needs a
+new producer: ``rebuild`` flushes the old one briefly and creates a fresh one from the same
+configuration. A fatal client error (``error.fatal()``, e.g. a fenced idempotent producer) also
+asks for a rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from publisher.logging_setup import LIBRDKAFKA_LOGGER, stdlib_logger
+
+DeliveryCallback = Callable[[str | None], None]
+"""Called with None when the message was delivered, else a description of the failure."""
+
+ClientErrorCallback = Callable[[KafkaError], None]
+
+
+class SendError(RuntimeError):
+    """The producer refused the message outright (queue full, fatal state...)."""
+
+
+class SnapshotSink(Protocol):
+    """Where the publication loop sends messages; Kafka in production, a fake in unit tests."""
+
+    @property
+    def needs_rebuild(self) -> bool: ...
+
+    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None: ...
+
+    def poll(self, timeout_seconds: float) -> None: ...
+
+    def flush(self, timeout_seconds: float) -> int: ...
+
+    def rebuild(self, flush_timeout_seconds: float) -> int: ...
+
+
+class KafkaSnapshotSink:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        topic: str,
+        on_client_error: ClientErrorCallback | None = None,
+    ) -> None:
+        self._config = dict(config)
+        self._topic = topic
+        self._on_client_error = on_client_error
+        self._fatal = False
+        self._producer = self._new_producer()
+
+    def _new_producer(self) -> Producer:
+        self._fatal = False
+        return Producer(
+            {
+                **self._config,
+                "error_cb": self._client_error,
+                "logger": stdlib_logger(LIBRDKAFKA_LOGGER),
+            }
+        )
+
+    def _client_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self._fatal = True
+        if self._on_client_error is not None:
+            self._on_client_error(error)
+
+    @property
+    def needs_rebuild(self) -> bool:
+        return self._fatal
+
+    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None:
+        def report(error: KafkaError | None, _message: Message) -> None:
+            on_result(None if error is None else f"{error.name()}: {error.str()}")
+
+        try:
+            self._producer.produce(self._topic, key=key, value=value, on_delivery=report)
+        except (BufferError, KafkaException) as error:
+            raise SendError(str(error)) from None
+
+    def poll(self, timeout_seconds: float) -> None:
+        try:
+            self._producer.poll(timeout_seconds)
+        except KafkaException:
+            # A producer in a fatal state raises here; it will be rebuilt (needs_rebuild).
+            self._fatal = True
+
+    def flush(self, timeout_seconds: float) -> int:
+        """Wait up to ``timeout_seconds`` for outstanding messages; the number still pending."""
+        return _flush(self._producer, timeout_seconds)
+
+    def rebuild(self, flush_timeout_seconds: float) -> int:
+        """Replace the producer (re-reading the TLS files); messages the old one could not
+        deliver within ``flush_timeout_seconds`` are abandoned (reported as failed), their
+        count returned."""
+        old = self._producer
+        abandoned = _flush(old, flush_timeout_seconds)
+        if abandoned:
+            with contextlib.suppress(KafkaException):
+                old.purge()
+                old.poll(0)
+        self._producer = self._new_producer()
+        return abandoned
+
+
+def _flush(producer: Producer, timeout_seconds: float) -> int:
+    """``flush`` that does not raise: a producer in a fatal state refuses to flush, and what it
+    still holds will never be delivered."""
+    try:
+        return int(producer.flush(timeout_seconds))
+    except KafkaException:
+        return len(producer)

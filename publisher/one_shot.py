@@ -1,0 +1,97 @@
+"""One message and exit: ``publish --once`` (one snapshot) and ``retire`` (one tombstone)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import BinaryIO
+
+from consumer.cli_arguments import UsageError
+from publisher.clock import Clock, SystemClock
+from publisher.daemon import discover_configured_volumes
+from publisher.kafka_client_config import admin_config, producer_config
+from publisher.kafka_sink import KafkaSnapshotSink, SendError, SnapshotSink
+from publisher.settings import PublisherSettings
+from publisher.snapshot_building import build_snapshot
+from publisher.topic_setup import TopicOutcome, check_topic, new_admin_client
+from publisher.volume_measurement import measure_volumes
+from schemas.snapshot import VolumeSnapshot, snapshot_key
+
+
+class PublicationFailedError(RuntimeError):
+    """Kafka did not take the message; the command exits with status 1."""
+
+
+def measure_snapshot(settings: PublisherSettings, clock: Clock | None = None) -> VolumeSnapshot:
+    clock = clock or SystemClock()
+    broker_id = settings.required_broker_id()
+    volumes = discover_configured_volumes(settings)
+    return build_snapshot(
+        broker_id, measure_volumes(volumes), settings.soft_limit, settings.hard_limit, clock.wall()
+    )
+
+
+def print_snapshot(settings: PublisherSettings, output: BinaryIO) -> None:
+    output.write(measure_snapshot(settings).to_json_bytes() + b"\n")
+    output.flush()
+
+
+def publish_snapshot_once(settings: PublisherSettings) -> VolumeSnapshot:
+    snapshot = measure_snapshot(settings)
+    _send_after_topic_check(
+        settings, snapshot_key(snapshot.broker_id), snapshot.to_json_bytes(), create_topic=None
+    )
+    return snapshot
+
+
+def retire_broker(settings: PublisherSettings) -> int:
+    """Write a tombstone for the broker: compaction then forgets it, and consumers stop counting
+    its last snapshot. Returns the broker id retired."""
+    broker_id = settings.required_broker_id()
+    _send_after_topic_check(settings, snapshot_key(broker_id), None, create_topic=False)
+    return broker_id
+
+
+def _send_after_topic_check(
+    settings: PublisherSettings, key: bytes, value: bytes | None, create_topic: bool | None
+) -> None:
+    connection = settings.required_kafka_connection()
+    broker_id = settings.required_broker_id()
+    timeout = settings.delivery_timeout
+    admin = new_admin_client(admin_config(connection, broker_id))
+    create = settings.create_topic if create_topic is None else create_topic
+    check = check_topic(admin, settings.topic_requirements(), create, timeout)
+    if check.outcome is TopicOutcome.MISCONFIGURED:
+        raise UsageError(check.detail)
+    if check.outcome is not TopicOutcome.READY:
+        raise PublicationFailedError(check.detail)
+    sink = KafkaSnapshotSink(
+        producer_config(connection, broker_id, timeout), settings.topic, on_client_error=None
+    )
+    error = send_and_wait(sink, key, value, timeout + 5.0)
+    if error is not None:
+        raise PublicationFailedError(error)
+
+
+def send_and_wait(
+    sink: SnapshotSink, key: bytes, value: bytes | None, timeout_seconds: float
+) -> str | None:
+    """Send one message and wait for its delivery report; None when delivered."""
+    outcome: list[str | None] = []
+    reported = threading.Event()
+
+    def on_result(error: str | None) -> None:
+        outcome.append(error)
+        reported.set()
+
+    try:
+        sink.send(key, value, on_result)
+    except SendError as error:
+        return f"refused by the producer: {error}"
+    deadline = time.monotonic() + timeout_seconds
+    while not reported.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return f"no delivery report within {timeout_seconds:g}s"
+        sink.flush(min(remaining, 1.0))
+    return outcome[0]

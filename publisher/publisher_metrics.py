@@ -1,0 +1,94 @@
+"""The publisher's Prometheus metrics, in a registry of their own (one per daemon).
+
+Names follow Prometheus conventions: ``volume_quota_`` prefix, base units (bytes, seconds),
+``_total`` for counters, ``_timestamp_seconds`` for Unix times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
+
+from publisher.volumes import VolumeMeasurement
+
+VOLUME_LABELS = ("broker", "volume")
+
+
+class PublisherMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        self.kafka_connected = Gauge(
+            "volume_quota_publisher_kafka_connected",
+            "1 when the last exchange with Kafka succeeded, 0 when it failed or none happened yet.",
+            registry=self.registry,
+        )
+        self.publication_errors = Counter(
+            "volume_quota_publication_errors",
+            "Snapshots that could not be published (delivery failed, timed out or was refused).",
+            registry=self.registry,
+        )
+        self.publications = Counter(
+            "volume_quota_publications",
+            "Snapshots delivered to Kafka, by the reason they were published.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.kafka_client_errors = Counter(
+            "volume_quota_publisher_kafka_client_errors",
+            "Errors reported by the Kafka client (connection, TLS, authentication...), by code.",
+            ["code"],
+            registry=self.registry,
+        )
+        self.last_publication = Gauge(
+            "volume_quota_last_successful_publication_timestamp_seconds",
+            "Unix time of the last snapshot delivered to Kafka.",
+            registry=self.registry,
+        )
+        self.last_sample = Gauge(
+            "volume_quota_publisher_last_sample_timestamp_seconds",
+            "Unix time of the last volume measurement.",
+            registry=self.registry,
+        )
+        self.volume_capacity = Gauge(
+            "volume_quota_volume_capacity_bytes",
+            "Filesystem size of a broker volume.",
+            VOLUME_LABELS,
+            registry=self.registry,
+        )
+        self.volume_consumed = Gauge(
+            "volume_quota_volume_consumed_bytes",
+            "Bytes of a broker volume an unprivileged writer cannot use (capacity - f_bavail).",
+            VOLUME_LABELS,
+            registry=self.registry,
+        )
+        self.certificate_expiry = Gauge(
+            "volume_quota_client_certificate_expiry_timestamp_seconds",
+            "Unix time at which the publisher's client certificate expires.",
+            registry=self.registry,
+        )
+        self.certificate_remaining = Gauge(
+            "volume_quota_client_certificate_remaining_seconds",
+            "Seconds until the publisher's client certificate expires (negative once expired; "
+            "divide by 86400 for days).",
+            registry=self.registry,
+        )
+        self.certificate_reloads = Counter(
+            "volume_quota_publisher_certificate_reloads",
+            "Times the producer was rebuilt because the TLS files changed on disk.",
+            registry=self.registry,
+        )
+        self._volume_labels: set[tuple[str, str]] = set()
+
+    def record_volumes(self, broker_id: int, measurements: Sequence[VolumeMeasurement]) -> None:
+        current = set()
+        for measurement in measurements:
+            labels = (str(broker_id), measurement.volume.name)
+            current.add(labels)
+            self.volume_capacity.labels(*labels).set(measurement.capacity_bytes)
+            self.volume_consumed.labels(*labels).set(measurement.consumed_bytes)
+        for labels in self._volume_labels - current:
+            self.volume_capacity.remove(*labels)
+            self.volume_consumed.remove(*labels)
+        self._volume_labels = current

@@ -1,0 +1,54 @@
+"""``volume-quota retire``: forget a decommissioned broker by writing its tombstone."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from publisher.logging_setup import configure_logging, get_logger
+from publisher.one_shot import PublicationFailedError, retire_broker
+from publisher.settings import load_settings
+from publisher.settings_arguments import (
+    CONNECTION_SETTINGS,
+    add_config_flag,
+    add_setting_flags,
+    config_file,
+    given_settings,
+)
+
+RETIRE_SETTINGS = (*CONNECTION_SETTINGS, "tls_verify_hostname")
+
+DESCRIPTION = """\
+Write a tombstone (a null value) for --broker-id to the snapshot topic. Consumers drop that
+broker's last snapshot at once, so a broker removed while past a limit stops holding the cluster
+in THROTTLE or PAUSE, and compaction later deletes its key. Stop the broker's publisher first:
+a running publisher would publish again on its next heartbeat.
+"""
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subcommands.add_parser(
+        "retire",
+        help="write a tombstone for a decommissioned broker",
+        description=DESCRIPTION,
+        epilog="exit status: 0 when the tombstone was written, 1 when Kafka did not take it, "
+        "2 for bad configuration.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_config_flag(parser)
+    add_setting_flags(parser, RETIRE_SETTINGS)
+    parser.set_defaults(run=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    settings = load_settings(given_settings(arguments, RETIRE_SETTINGS), config_file(arguments))
+    configure_logging(settings.log_level)
+    try:
+        broker_id = retire_broker(settings)
+    except PublicationFailedError as error:
+        print(f"volume-quota: retire failed: {error}", file=sys.stderr)
+        return 1
+    get_logger("volume_quota.retire").info(
+        "broker retired", broker_id=broker_id, topic=settings.topic
+    )
+    return 0

@@ -1,0 +1,220 @@
+"""Making sure the snapshot topic exists and is compacted, with the Kafka AdminClient.
+
+``check_topic`` does one attempt and says how it went: ready, worth retrying (cluster
+unreachable, permission missing, topic not created yet) or misconfigured (an existing topic with
+the wrong ``cleanup.policy``: the operator must fix it, retrying cannot). ``TopicGuard`` retries in
+a background thread until the topic is ready, so the publisher keeps sampling meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, not in __all__
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+from publisher.delivery_pacing import retry_delay
+from publisher.logging_setup import LIBRDKAFKA_LOGGER, get_logger, stdlib_logger
+from publisher.topic_requirements import (
+    TopicRequirements,
+    topic_config_problem,
+    topic_config_warnings,
+)
+
+log = get_logger("volume_quota.topic_setup")
+
+_PERMISSION_CODES = frozenset(
+    {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+)
+
+
+def new_admin_client(config: dict[str, Any]) -> AdminClient:
+    """An AdminClient that logs through ``logging`` (JSON lines) and leaves connection errors
+    to the caller, which reports them as "cannot reach Kafka"."""
+    settings: dict[str, Any] = {
+        **config,
+        "logger": stdlib_logger(LIBRDKAFKA_LOGGER),
+        "error_cb": _ignore_client_error,
+    }
+    return AdminClient(settings)
+
+
+def _ignore_client_error(_error: KafkaError) -> None:
+    """Connection trouble shows up as the failed request it causes."""
+
+
+class TopicOutcome(StrEnum):
+    READY = "ready"
+    RETRY = "retry"
+    MISCONFIGURED = "misconfigured"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCheck:
+    outcome: TopicOutcome
+    detail: str
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    created: bool = False
+
+
+def check_topic(
+    admin: AdminClient, requirements: TopicRequirements, create: bool, timeout_seconds: float
+) -> TopicCheck:
+    name = requirements.name
+    try:
+        metadata = admin.list_topics(topic=name, timeout=timeout_seconds)
+    except KafkaException as error:
+        return TopicCheck(TopicOutcome.RETRY, f"cannot reach Kafka: {_describe(error)}")
+    topic = metadata.topics.get(name)
+    topic_error = topic.error if topic is not None else None
+    created = False
+    if topic is None or (
+        topic_error is not None and topic_error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    ):
+        if not create:
+            return TopicCheck(
+                TopicOutcome.RETRY,
+                f"topic {name} does not exist and create_topic is off: create it compacted "
+                f"({_creation_hint(requirements)})",
+            )
+        failure = _create(admin, requirements, timeout_seconds)
+        if failure is not None:
+            return failure
+        created = True
+    elif topic_error is not None:
+        return TopicCheck(TopicOutcome.RETRY, f"cannot describe topic {name}: {topic_error.str()}")
+    return _verify_config(admin, requirements, timeout_seconds, created)
+
+
+def _create(
+    admin: AdminClient, requirements: TopicRequirements, timeout_seconds: float
+) -> TopicCheck | None:
+    new_topic = NewTopic(
+        requirements.name,
+        num_partitions=requirements.partitions,
+        replication_factor=requirements.replication_factor,
+        config=requirements.creation_config(),
+    )
+    futures = admin.create_topics([new_topic], request_timeout=timeout_seconds)
+    try:
+        futures[requirements.name].result(timeout=timeout_seconds + 1)
+    except KafkaException as error:
+        code = _code(error)
+        if code == KafkaError.TOPIC_ALREADY_EXISTS:
+            return None  # another broker's publisher created it first
+        if code in _PERMISSION_CODES:
+            return TopicCheck(
+                TopicOutcome.RETRY,
+                f"not allowed to create topic {requirements.name}: grant the publisher CREATE "
+                f"on it, or create it yourself ({_creation_hint(requirements)})",
+            )
+        return TopicCheck(
+            TopicOutcome.RETRY, f"cannot create topic {requirements.name}: {_describe(error)}"
+        )
+    log.info("topic created", topic=requirements.name, config=requirements.creation_config())
+    return None
+
+
+def _verify_config(
+    admin: AdminClient, requirements: TopicRequirements, timeout_seconds: float, created: bool
+) -> TopicCheck:
+    resource = ConfigResource(ResourceType.TOPIC, requirements.name)
+    futures = admin.describe_configs([resource], request_timeout=timeout_seconds)
+    try:
+        entries = next(iter(futures.values())).result(timeout=timeout_seconds + 1)
+    except KafkaException as error:
+        return TopicCheck(
+            TopicOutcome.RETRY,
+            f"cannot read the configuration of topic {requirements.name}: {_describe(error)}",
+        )
+    config = {name: entry.value for name, entry in entries.items() if entry.value is not None}
+    problem = topic_config_problem(requirements.name, config)
+    if problem is not None:
+        return TopicCheck(TopicOutcome.MISCONFIGURED, problem)
+    warnings = tuple(topic_config_warnings(requirements, config))
+    return TopicCheck(
+        TopicOutcome.READY, f"topic {requirements.name} is compacted", warnings, created
+    )
+
+
+def _creation_hint(requirements: TopicRequirements) -> str:
+    configs = ",".join(f"{key}={value}" for key, value in requirements.creation_config().items())
+    return f"kafka-topics.sh --create --topic {requirements.name} --config {configs}"
+
+
+def _code(error: KafkaException) -> Any:
+    kafka_error = error.args[0] if error.args else None
+    return kafka_error.code() if isinstance(kafka_error, KafkaError) else None
+
+
+def _describe(error: KafkaException) -> str:
+    kafka_error = error.args[0] if error.args else None
+    if isinstance(kafka_error, KafkaError):
+        return f"{kafka_error.name()}: {kafka_error.str()}"
+    return str(error)
+
+
+class TopicGuard:
+    """Checks the topic in a background thread until it is ready or found misconfigured."""
+
+    def __init__(
+        self,
+        admin_factory: Callable[[], AdminClient],
+        requirements: TopicRequirements,
+        create: bool,
+        timeout_seconds: float = 10.0,
+        max_backoff_seconds: float = 30.0,
+    ) -> None:
+        self._admin_factory = admin_factory
+        self._requirements = requirements
+        self._create = create
+        self._timeout = timeout_seconds
+        self._max_backoff = max_backoff_seconds
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self.problem: str | None = "the snapshot topic is not verified yet"
+        self.misconfiguration: str | None = None
+        self._thread = threading.Thread(target=self._run, name="volume-quota-topic", daemon=True)
+
+    def start(self) -> TopicGuard:
+        self._thread.start()
+        return self
+
+    def stop(self, wait_seconds: float = 1.0) -> None:
+        """Stop retrying. A check in progress may block inside librdkafka for up to the request
+        timeout; the thread is a daemon thread, so shutdown waits for it at most
+        ``wait_seconds``."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=wait_seconds)
+
+    def _run(self) -> None:
+        admin = self._admin_factory()
+        attempts = 0
+        while not self._stop.is_set():
+            attempts += 1
+            result = check_topic(admin, self._requirements, self._create, self._timeout)
+            if result.outcome is TopicOutcome.READY:
+                for warning in result.warnings:
+                    log.warning("topic configuration", detail=warning)
+                log.info("topic ready", topic=self._requirements.name, attempts=attempts)
+                self.problem = None
+                self.ready.set()
+                return
+            self.problem = result.detail
+            if result.outcome is TopicOutcome.MISCONFIGURED:
+                log.error("topic misconfigured", detail=result.detail)
+                self.misconfiguration = result.detail
+                return
+            delay = retry_delay(attempts, base_seconds=1.0, cap_seconds=self._max_backoff)
+            log.warning("topic not ready", detail=result.detail, retry_in_seconds=delay)
+            self._stop.wait(delay)

@@ -1,0 +1,203 @@
+"""Topic setup against a fake AdminClient that answers like the real one."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from publisher.topic_requirements import TopicRequirements
+from publisher.topic_setup import TopicGuard, TopicOutcome, check_topic
+
+REQUIREMENTS = TopicRequirements(name="snapshots")
+
+
+@dataclass
+class TopicMetadata:
+    error: KafkaError | None = None
+
+
+@dataclass
+class ClusterMetadata:
+    topics: dict[str, TopicMetadata]
+
+
+@dataclass
+class ConfigEntry:
+    value: str | None
+
+
+def done(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
+
+
+def failed(code: int, text: str = "") -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(KafkaException(KafkaError(code, text)))
+    return future
+
+
+@dataclass
+class FakeAdmin:
+    reachable: bool = True
+    topics: dict[str, dict[str, str]] = field(default_factory=dict)
+    create_error: int | None = None
+    describe_error: int | None = None
+    metadata_error: int | None = None
+    created: list[Any] = field(default_factory=list)
+    calls: int = 0
+
+    def list_topics(self, topic: str, timeout: float) -> ClusterMetadata:
+        self.calls += 1
+        if not self.reachable:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
+        if self.metadata_error is not None:
+            return ClusterMetadata({topic: TopicMetadata(KafkaError(self.metadata_error))})
+        if topic not in self.topics:
+            return ClusterMetadata(
+                {topic: TopicMetadata(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))}
+            )
+        return ClusterMetadata({topic: TopicMetadata()})
+
+    def create_topics(
+        self, new_topics: list[Any], request_timeout: float
+    ) -> dict[str, Future[Any]]:
+        (new_topic,) = new_topics
+        self.created.append(new_topic)
+        if self.create_error is not None:
+            return {new_topic.topic: failed(self.create_error)}
+        self.topics[new_topic.topic] = dict(new_topic.config)
+        return {new_topic.topic: done(None)}
+
+    def describe_configs(
+        self, resources: list[Any], request_timeout: float
+    ) -> dict[Any, Future[Any]]:
+        (resource,) = resources
+        if self.describe_error is not None:
+            return {resource: failed(self.describe_error)}
+        config = self.topics[resource.name]
+        return {resource: done({name: ConfigEntry(value) for name, value in config.items()})}
+
+
+def test_missing_topic_is_created_compacted() -> None:
+    admin = FakeAdmin()
+    result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.READY
+    assert result.created
+    (new_topic,) = admin.created
+    assert new_topic.topic == "snapshots"
+    assert new_topic.num_partitions == 1
+    assert new_topic.replication_factor == -1
+    assert new_topic.config["cleanup.policy"] == "compact"
+    assert new_topic.config["min.compaction.lag.ms"] == "86400000"
+
+
+def test_existing_compacted_topic_is_ready_and_a_short_lag_warns() -> None:
+    admin = FakeAdmin(
+        topics={"snapshots": {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}}
+    )
+    result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.READY
+    assert not result.created
+    assert admin.created == []
+    assert len(result.warnings) == 1
+
+
+def test_wrong_cleanup_policy_is_misconfigured() -> None:
+    admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "delete"}})
+    result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.MISCONFIGURED
+    assert "cleanup.policy=delete" in result.detail
+
+
+def test_transient_problems_are_retried() -> None:
+    cases = [
+        (FakeAdmin(reachable=False), "cannot reach Kafka: _TRANSPORT"),
+        (FakeAdmin(create_error=KafkaError.TOPIC_AUTHORIZATION_FAILED), "not allowed to create"),
+        (FakeAdmin(create_error=KafkaError.POLICY_VIOLATION), "cannot create topic"),
+        (
+            FakeAdmin(
+                topics={"snapshots": {"cleanup.policy": "compact"}},
+                describe_error=KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            ),
+            "cannot read the configuration",
+        ),
+        (
+            FakeAdmin(metadata_error=KafkaError.TOPIC_AUTHORIZATION_FAILED),
+            "cannot describe topic",
+        ),
+    ]
+    for admin, expected in cases:
+        result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+        assert result.outcome is TopicOutcome.RETRY, expected
+        assert expected in result.detail
+
+
+def test_missing_topic_without_create_waits_for_an_operator() -> None:
+    result = check_topic(FakeAdmin(), REQUIREMENTS, create=False, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.RETRY
+    assert "kafka-topics.sh --create --topic snapshots" in result.detail
+
+
+def test_a_topic_created_meanwhile_by_another_publisher_is_fine() -> None:
+    admin = FakeAdmin(create_error=KafkaError.TOPIC_ALREADY_EXISTS)
+    admin.topics = {}
+
+    def create_then_exist(new_topics: list[Any], request_timeout: float) -> dict[str, Future[Any]]:
+        admin.topics["snapshots"] = {"cleanup.policy": "compact"}
+        return {"snapshots": failed(KafkaError.TOPIC_ALREADY_EXISTS)}
+
+    admin.create_topics = create_then_exist  # type: ignore[method-assign]
+    result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.READY
+
+
+def test_guard_retries_until_ready() -> None:
+    admin = FakeAdmin(reachable=False)
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True, max_backoff_seconds=0.05)  # type: ignore[arg-type, return-value]
+    guard.start()
+    try:
+        deadline = time.monotonic() + 5
+        while admin.calls < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert admin.calls >= 3
+        assert not guard.ready.is_set()
+        assert guard.problem is not None
+        assert "cannot reach Kafka" in guard.problem
+        admin.reachable = True
+        assert guard.ready.wait(5)
+        assert guard.problem is None
+        assert guard.misconfiguration is None
+    finally:
+        guard.stop()
+
+
+def test_guard_stops_at_a_misconfiguration() -> None:
+    admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "compact,delete"}})
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True)  # type: ignore[arg-type, return-value]
+    guard.start()
+    guard._thread.join(5)
+    assert not guard._thread.is_alive()
+    assert guard.misconfiguration is not None
+    assert not guard.ready.is_set()
+    guard.stop()
+
+
+def test_guard_stop_interrupts_the_backoff() -> None:
+    admin = FakeAdmin(reachable=False)
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True, max_backoff_seconds=60)  # type: ignore[arg-type, return-value]
+    guard.start()
+    stopped = threading.Event()
+
+    def stop() -> None:
+        guard.stop()
+        stopped.set()
+
+    threading.Thread(target=stop).start()
+    assert stopped.wait(5)
