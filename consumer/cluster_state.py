@@ -157,6 +157,14 @@ class ClusterState:
     def assessments(self) -> Iterator[BrokerAssessment]:
         return iter(self._assessments.values())
 
+    def snapshot_times(self) -> list[tuple[int, float]]:
+        """(broker, snapshot time) for every broker; safe to call from another thread (a copy
+        taken in one step under the GIL)."""
+        return [
+            (broker, assessment.snapshot_timestamp)
+            for broker, assessment in list(self._assessments.items())
+        ]
+
     def unknown_brokers(self, now: datetime) -> dict[int, ReasonKind]:
         """Live brokers without a fresh valid snapshot at ``now``, and why each is unknown."""
         moment = now.timestamp()

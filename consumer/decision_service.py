@@ -79,21 +79,40 @@ class DecisionService:
         self._last_written: tuple[object, ...] | None = None
         self._last_written_at = float("-inf")
         self._sink_healthy = False
+        self._caught_up_once = False
+        self.last_step_at: float | None = None
         self.current = CurrentDecision(state.decide(clock(), not_ready="starting"))
 
     @property
     def ready(self) -> bool:
         """Caught up with the topic, knows the live brokers, and the last write succeeded."""
-        return self._source.caught_up and self._live_known and self._sink_healthy
+        return self._caught_up and self._live_known and self._sink_healthy
+
+    @property
+    def _caught_up(self) -> bool:
+        # Once caught up, a new source (after a certificate rotation) replaying the topic from
+        # the beginning cannot make the state older: stale replays are ignored per broker.
+        if not self._caught_up_once and self._source.caught_up:
+            self._caught_up_once = True
+        return self._caught_up_once
+
+    def replace_source(
+        self, source: SnapshotSource, live_brokers: Callable[[], frozenset[int]]
+    ) -> None:
+        """Swap the Kafka clients (new certificates) without losing the cluster state."""
+        self._source = source
+        self._live_brokers = live_brokers
+        self._next_live_refresh = 0.0
+        self._next_assign_attempt = 0.0
 
     def not_ready_reason(self) -> str | None:
+        if self._caught_up:
+            return None if self._live_known else self._live_unknown_reason
         if not self._source.assigned:
             return "the snapshot topic is not assigned yet"
-        if not self._source.caught_up:
-            return "still reading the snapshot topic up to its end offsets seen at start"
-        if not self._live_known:
-            return "the live brokers are not known yet (Admin describe cluster)"
-        return None
+        return "still reading the snapshot topic up to its end offsets seen at start"
+
+    _live_unknown_reason = "the live brokers are not known yet (Admin describe cluster)"
 
     def step(self) -> QuotaDecision:
         """One turn of the loop: read what arrived, refresh what is due, decide, hand on."""
@@ -101,13 +120,14 @@ class DecisionService:
         self._ensure_assigned(moment)
         if self._source.assigned:
             self._read_available()
-        self._metrics.caught_up.set(1 if self._source.caught_up else 0)
+        self._metrics.caught_up.set(1 if self._caught_up else 0)
         if moment >= self._next_live_refresh:
             self._refresh_live_brokers(moment)
         decision = self.state.decide(self._clock(), not_ready=self.not_ready_reason())
         self.current.replace(decision)
         self._metrics.observe_decision(decision)
         self._hand_on(decision, moment)
+        self.last_step_at = moment
         return decision
 
     def run(self, stop: threading.Event) -> None:

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 
 from consumer import evaluate_command
 from consumer.cli_arguments import UsageError
-from publisher import publish_command, retire_command
+from publisher import (
+    decide_command,
+    publish_command,
+    retire_command,
+    sidecar_command,
+    status_command,
+)
 
 DESCRIPTION = """\
 volume-quota keeps every Kafka broker from running out of disk by letting every broker see every
@@ -30,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     evaluate_command.register(subcommands)
     publish_command.register(subcommands)
+    decide_command.register(subcommands)
+    sidecar_command.register(subcommands)
+    status_command.register(subcommands)
     retire_command.register(subcommands)
     return parser
 

@@ -16,12 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from prometheus_client import CollectorRegistry
+
 from consumer.cli_arguments import UsageError
 from publisher.certificate_files import TlsFileWatch
 from publisher.certificate_inspection import CertificateError
 from publisher.clock import Clock, SystemClock
 from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
-from publisher.http_endpoints import EndpointServer
+from publisher.http_endpoints import EndpointServer, HealthCheck
 from publisher.kafka_client_config import admin_config, producer_config
 from publisher.kafka_sink import KafkaSnapshotSink
 from publisher.limit_parsing import format_limit
@@ -54,6 +56,8 @@ class PublisherDaemon:
         settings: PublisherSettings,
         clock: Clock | None = None,
         sink_factory: SinkFactory | None = None,
+        *,
+        serve_http: bool = True,
     ) -> None:
         self._settings = settings
         self._clock = clock or SystemClock()
@@ -79,22 +83,16 @@ class PublisherDaemon:
             liveness_max_age_seconds=max(LIVENESS_GRACE_SECONDS, 10 * settings.sample_interval),
             readiness_max_age_seconds=settings.readiness_max_age,
         )
-        try:
-            self._server = EndpointServer(
-                settings.metrics_host,
-                settings.metrics_port,
-                self.metrics.registry,
-                self.liveness,
-                self.readiness,
-            )
-        except OSError as error:
-            raise UsageError(
-                f"{describe_setting('metrics_port')}: cannot listen on "
-                f"{settings.metrics_host}:{settings.metrics_port}: {error.strerror or error}"
-            ) from None
+        self._server = (
+            serve_endpoints(settings, self.metrics.registry, self.liveness, self.readiness)
+            if serve_http
+            else None
+        )
 
     @property
     def http_port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("this daemon serves no HTTP endpoints (serve_http=False)")
         return self._server.port
 
     def liveness(self) -> HealthVerdict:
@@ -116,7 +114,8 @@ class PublisherDaemon:
         ``UsageError`` (exit status 2)."""
         settings = self._settings
         loop: PublicationLoop | None = None
-        self._server.start()
+        if self._server is not None:
+            self._server.start()
         try:
             loop = self._build_loop()
             self._loop = loop
@@ -134,7 +133,7 @@ class PublisherDaemon:
                 soft_limit=format_limit(settings.soft_limit),
                 hard_limit=format_limit(settings.hard_limit),
                 topic=settings.topic,
-                http_port=self.http_port,
+                http_port=None if self._server is None else self.http_port,
             )
             self._topic_guard.start()
             misconfiguration = self._run_loop(loop, stop)
@@ -146,7 +145,8 @@ class PublisherDaemon:
             if loop is not None:
                 pending = loop.flush(settings.shutdown_timeout)
                 log.info("publisher stopped", undelivered_messages=pending)
-            self._server.stop()
+            if self._server is not None:
+                self._server.stop()
 
     def _build_loop(self) -> PublicationLoop:
         try:
@@ -197,6 +197,24 @@ class PublisherDaemon:
             watcher_stop.set()
             watcher.join(timeout=2)
         return self._topic_guard.misconfiguration
+
+
+def serve_endpoints(
+    settings: PublisherSettings,
+    registry: CollectorRegistry,
+    liveness: HealthCheck,
+    readiness: HealthCheck,
+) -> EndpointServer:
+    """Bind /metrics, /healthz and /readyz; a busy port is a one-line configuration error."""
+    try:
+        return EndpointServer(
+            settings.metrics_host, settings.metrics_port, registry, liveness, readiness
+        )
+    except OSError as error:
+        raise UsageError(
+            f"{describe_setting('metrics_port')}: cannot listen on "
+            f"{settings.metrics_host}:{settings.metrics_port}: {error.strerror or error}"
+        ) from None
 
 
 @contextmanager

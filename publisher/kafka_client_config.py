@@ -61,3 +61,14 @@ def producer_config(
 
 def admin_config(connection: KafkaConnection, broker_id: int) -> dict[str, Any]:
     return _connection_config(connection, f"volume-quota-admin-{broker_id}")
+
+
+def consumer_config(
+    connection: KafkaConnection, broker_id: int | None, group: str
+) -> dict[str, Any]:
+    """The snapshot reader: assigns every partition itself, never commits (see consumer/)."""
+    suffix = "" if broker_id is None else f"-{broker_id}"
+    return {
+        **_connection_config(connection, f"volume-quota-consumer{suffix}"),
+        "group.id": group,
+    }

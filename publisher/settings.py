@@ -58,6 +58,7 @@ from publisher.topic_requirements import (
     DEFAULT_TOPIC,
     TopicRequirements,
 )
+from schemas.decision import OnMissing
 from schemas.snapshot import MAX_BROKER_ID, Limit, LimitType, MinFreePercentageLimit
 
 ENV_PREFIX = "VOLUME_QUOTA_"
@@ -187,6 +188,14 @@ class PublisherSettings(BaseSettings):
     """All addresses: kubelet probes and Prometheus reach the pod's address."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # The consumer role (``decide``, ``sidecar``, ``status``).
+    decision_file: Path | None = None
+    stale_after: Seconds = 30.0
+    max_clock_skew: Seconds = 5.0
+    on_missing: OnMissing = OnMissing.PAUSE
+    live_broker_refresh_interval: Seconds = 5.0
+    decision_valid_for: Seconds = 30.0
+    consumer_group: str = Field(default="volume-quota-consumer", min_length=1, max_length=249)
 
     @classmethod
     def settings_customise_sources(
@@ -209,6 +218,24 @@ class PublisherSettings(BaseSettings):
         for log_dir in log_dirs:
             _check_directory(log_dir)
         return log_dirs
+
+    @field_validator("on_missing", mode="before")
+    @classmethod
+    def _on_missing_any_case(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("decision_file")
+    @classmethod
+    def _decision_file_writable(cls, path: Path | None) -> Path | None:
+        if path is None:
+            return None
+        if not path.is_absolute():
+            raise ValueError(f"{path} is not an absolute path")
+        if not path.parent.is_dir():
+            raise ValueError(f"directory {path.parent} does not exist")
+        if path.is_dir():
+            raise ValueError(f"{path} is a directory")
+        return path
 
     @field_validator("tls_ca_file")
     @classmethod
@@ -318,6 +345,14 @@ class PublisherSettings(BaseSettings):
                 f"{describe_setting('server_properties')}"
             )
         return list(dict.fromkeys(log_dirs))
+
+    def required_decision_file(self) -> Path:
+        if self.decision_file is None:
+            raise UsageError(
+                f"{describe_setting('decision_file')} is required: the broker's quota callback "
+                "reads the decision there"
+            )
+        return self.decision_file
 
     def required_tls_files(self) -> TlsFiles:
         return self._tls_files()

@@ -46,6 +46,18 @@ PUBLISH_SETTINGS = (
 
 BOOLEAN_SETTINGS = ("tls_verify_hostname", "create_topic")
 
+DECIDE_SETTINGS = (
+    "decision_file",
+    "stale_after",
+    "max_clock_skew",
+    "on_missing",
+    "live_broker_refresh_interval",
+    "decision_valid_for",
+    "consumer_group",
+)
+
+SERVER_SETTINGS = ("metrics_host", "metrics_port")
+
 HELP: dict[str, tuple[str, str]] = {
     "broker_id": ("N", "this broker's id, the message key (default: node.id in server.properties)"),
     "bootstrap_servers": ("HOST:PORT,...", "Kafka bootstrap servers (the control plane listener)"),
@@ -86,6 +98,33 @@ HELP: dict[str, tuple[str, str]] = {
         "min.compaction.lag.ms of a created topic (default: 24h)",
     ),
     "topic_segment_interval": ("DURATION", "segment.ms of a created topic (default: 1h)"),
+    "decision_file": (
+        "FILE",
+        "write the cluster decision here (atomically) for the broker's quota callback",
+    ),
+    "stale_after": ("DURATION", "a snapshot older than this no longer vouches (default: 30s)"),
+    "max_clock_skew": (
+        "DURATION",
+        "a snapshot dated further than this in the future is not trusted (default: 5s)",
+    ),
+    "on_missing": (
+        "PAUSE|OPEN",
+        "when a live broker's state is unknown: PAUSE producers (default) or OPEN (ignore it)",
+    ),
+    "live_broker_refresh_interval": (
+        "DURATION",
+        "ask the Admin client for the live brokers this often (default: 5s)",
+    ),
+    "decision_valid_for": (
+        "DURATION",
+        "validUntil of each decision written; the callback applies on-missing after it "
+        "(default: 30s)",
+    ),
+    "consumer_group": (
+        "NAME",
+        "group.id of the consumer (never joined nor committed; needs READ) "
+        "(default: volume-quota-consumer)",
+    ),
     "tls_verify_hostname": ("", "check the broker certificate's host name (default: on)"),
     "create_topic": ("", "create the topic when it is missing (default: on)"),
 }

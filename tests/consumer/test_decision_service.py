@@ -187,3 +187,13 @@ def test_on_missing_open_keeps_producers_running_while_catching_up(on_missing: O
     harness = Harness([record(0), record(1), record(2)] * 400, on_missing=on_missing)
     expected = QuotaState.PAUSE if on_missing is OnMissing.PAUSE else QuotaState.OPEN
     assert harness.service.step().state is expected
+
+
+def test_a_new_source_after_rotation_keeps_the_state_and_readiness() -> None:
+    harness = Harness([record(0), record(1), record(2, free=150)])
+    assert harness.service.step().state is QuotaState.THROTTLE
+    replacement = ScriptedTopic([record(0), record(1)] * 400)  # replays from the beginning
+    harness.service.replace_source(replacement, harness.live_brokers)
+    decision = harness.service.step()
+    assert decision.state is QuotaState.THROTTLE, "no fail-safe PAUSE while the new reader replays"
+    assert harness.service.ready

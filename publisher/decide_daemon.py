@@ -1,0 +1,181 @@
+"""``volume-quota decide`` as a daemon: the consumer role's shell wiring.
+
+Builds the snapshot reader and Admin client from the settings, runs ``DecisionService`` (read the
+topic, learn the live brokers, decide), writes every decision atomically to the decision file for
+the broker's quota callback, and serves the consumer's metrics and health. Rotated TLS files are
+picked up by rebuilding the Kafka clients; the cluster state survives the swap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
+from prometheus_client import CollectorRegistry
+
+from consumer.cluster_state import ClusterState
+from consumer.consumer_metrics import ConsumerMetrics, SnapshotAgeCollector
+from consumer.decision_file import write_decision_atomically
+from consumer.decision_service import DecisionService, LoopTiming
+from consumer.live_brokers import describe_live_brokers
+from consumer.policy import DecisionPolicy
+from consumer.snapshot_topic_reader import SnapshotTopicReader
+from publisher.certificate_files import TlsFileWatch
+from publisher.daemon import serve_endpoints
+from publisher.health import HealthVerdict
+from publisher.http_endpoints import EndpointServer
+from publisher.kafka_client_config import consumer_config
+from publisher.logging_setup import get_logger, stdlib_logger
+from publisher.settings import PublisherSettings
+from schemas.decision import QuotaDecision
+
+log = get_logger("volume_quota.consumer")
+
+TLS_CHECK_INTERVAL_SECONDS = 1.0
+LIVENESS_MAX_AGE_SECONDS = 30.0
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def decision_policy(settings: PublisherSettings) -> DecisionPolicy:
+    return DecisionPolicy(
+        stale_after_seconds=settings.stale_after,
+        max_clock_skew_seconds=settings.max_clock_skew,
+        on_missing=settings.on_missing,
+        valid_for_seconds=settings.decision_valid_for,
+    )
+
+
+class KafkaClients:
+    """The reader and the live-broker source, both built from the current TLS files."""
+
+    def __init__(self, settings: PublisherSettings) -> None:
+        connection = settings.required_kafka_connection()
+        config: Mapping[str, Any] = {
+            **consumer_config(connection, settings.broker_id, settings.consumer_group),
+            "logger": stdlib_logger("librdkafka"),
+        }
+        self.reader = SnapshotTopicReader(_new_consumer, config, settings.topic)
+        admin_settings = {key: value for key, value in config.items() if key not in ("group.id",)}
+        self._admin = AdminClient(admin_settings)
+
+    def live_brokers(self) -> frozenset[int]:
+        return describe_live_brokers(self._admin)
+
+    def close(self) -> None:
+        try:
+            self.reader.close()
+        except Exception as error:  # closing a broken client must not stop the daemon
+            log.warning("closing the snapshot reader failed", error=str(error))
+
+
+def _new_consumer(config: Mapping[str, Any]) -> Consumer:
+    return Consumer(dict(config))
+
+
+class DecideDaemon:
+    def __init__(
+        self,
+        settings: PublisherSettings,
+        *,
+        registry: CollectorRegistry | None = None,
+        serve_http: bool = True,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._settings = settings
+        decision_file = settings.required_decision_file()
+        self._tls_watch = TlsFileWatch(settings.required_tls_files())
+        settings.required_kafka_connection()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = ConsumerMetrics(self.registry)
+        self.state = ClusterState(decision_policy(settings))
+        self._clients = KafkaClients(settings)
+        self.service = DecisionService(
+            self.state,
+            source=self._clients.reader,
+            live_brokers=self._clients.live_brokers,
+            clock=clock,
+            sink=lambda decision: write_decision_atomically(decision_file, decision),
+            metrics=self.metrics,
+            timing=LoopTiming(
+                live_broker_refresh_seconds=settings.live_broker_refresh_interval,
+                decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
+            ),
+        )
+        self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, clock))
+        self._server: EndpointServer | None = (
+            serve_endpoints(settings, self.registry, self.liveness, self.readiness)
+            if serve_http
+            else None
+        )
+
+    @property
+    def decision(self) -> QuotaDecision:
+        """The decision in force: one attribute read, from any thread."""
+        return self.service.current.decision
+
+    @property
+    def http_port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("this daemon serves no HTTP endpoints (serve_http=False)")
+        return self._server.port
+
+    def liveness(self) -> HealthVerdict:
+        last = self.service.last_step_at
+        if last is None or time.time() - last <= LIVENESS_MAX_AGE_SECONDS:
+            return HealthVerdict(True)
+        return HealthVerdict(False, (f"the decision loop last ran {time.time() - last:.0f}s ago",))
+
+    def readiness(self) -> HealthVerdict:
+        if self.service.ready:
+            return HealthVerdict(True)
+        reason = self.service.not_ready_reason() or "the decision file could not be written"
+        return HealthVerdict(False, (reason,))
+
+    def run(self, stop: threading.Event) -> int:
+        if self._server is not None:
+            self._server.start()
+        log.info(
+            "consumer started",
+            topic=self._settings.topic,
+            decision_file=str(self._settings.decision_file),
+            stale_after_seconds=self._settings.stale_after,
+            on_missing=self._settings.on_missing.value,
+        )
+        next_tls_check = 0.0
+        try:
+            while not stop.is_set():
+                self.service.step()
+                if not self.service.ready and not self._clients.reader.assigned:
+                    stop.wait(0.2)
+                if time.monotonic() >= next_tls_check:
+                    next_tls_check = time.monotonic() + TLS_CHECK_INTERVAL_SECONDS
+                    self._pick_up_rotated_certificates()
+            return 0
+        finally:
+            self._clients.close()
+            if self._server is not None:
+                self._server.stop()
+            log.info("consumer stopped", last_state=self.decision.state.value)
+
+    def _pick_up_rotated_certificates(self) -> None:
+        fingerprint = self._tls_watch.changed()
+        if fingerprint is None:
+            return
+        try:
+            clients = KafkaClients(self._settings)
+        except Exception as error:  # e.g. new certificate already there, new key not yet
+            log.warning("rotated TLS files not usable yet", error=str(error))
+            return
+        self._tls_watch.accept(fingerprint)
+        old, self._clients = self._clients, clients
+        self.service.replace_source(clients.reader, clients.live_brokers)
+        old.close()
+        log.info("TLS files rotated: Kafka clients rebuilt")

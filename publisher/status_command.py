@@ -1,0 +1,111 @@
+"""``volume-quota status``: every broker's volumes and the cluster decision, read live."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+
+from prometheus_client import CollectorRegistry
+
+from consumer.cli_arguments import UsageError
+from consumer.cluster_state import ClusterState
+from consumer.consumer_metrics import ConsumerMetrics
+from consumer.decision_service import DecisionService, LoopTiming
+from consumer.status_report import cluster_status, render_status_table, status_as_json
+from publisher.decide_daemon import KafkaClients, decision_policy
+from publisher.logging_setup import configure_logging
+from publisher.settings import load_settings
+from publisher.settings_arguments import (
+    CONNECTION_SETTINGS,
+    add_config_flag,
+    add_setting_flags,
+    config_file,
+    given_settings,
+)
+
+STATUS_FLAGS = (
+    *CONNECTION_SETTINGS,
+    "stale_after",
+    "max_clock_skew",
+    "on_missing",
+    "consumer_group",
+    "tls_verify_hostname",
+)
+
+DESCRIPTION = """\
+Read the snapshot topic from the beginning (as the consumer does), learn the live brokers, and
+print a table of brokers x volumes (free space, free %, soft and hard thresholds, state, snapshot
+age) followed by the cluster decision and what drove it. Read-only: writes nothing.
+"""
+
+EPILOG = """\
+examples:
+  volume-quota status --bootstrap-servers kafka:9091 --tls-ca-file ca.crt \\
+      --tls-cert-file user.crt --tls-key-file user.key
+  volume-quota status --json ... | jq '.volumes[] | select(.state != "OPEN")'
+
+exit status: 0 when the topic was read and the live brokers learned, 1 when that did not
+happen within --timeout (what was read is still printed), 2 for bad configuration.
+"""
+
+
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subcommands.add_parser(
+        "status",
+        help="show every broker's volumes and the cluster decision, read live from the topic",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_config_flag(parser)
+    add_setting_flags(parser, STATUS_FLAGS)
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up catching up with the topic after this long (default: %(default)g)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    if arguments.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    settings = load_settings(given_settings(arguments, STATUS_FLAGS), config_file(arguments))
+    configure_logging("error")
+    clients = KafkaClients(settings)
+    state = ClusterState(decision_policy(settings))
+    service = DecisionService(
+        state,
+        source=clients.reader,
+        live_brokers=clients.live_brokers,
+        clock=lambda: datetime.now(UTC),
+        sink=lambda decision: None,
+        metrics=ConsumerMetrics(CollectorRegistry()),
+        timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
+    )
+    deadline = time.monotonic() + arguments.timeout
+    waiter = threading.Event()
+    try:
+        decision = service.step()
+        while not service.ready and time.monotonic() < deadline:
+            decision = service.step()
+            if not clients.reader.assigned:
+                waiter.wait(0.2)
+    finally:
+        clients.close()
+    status = cluster_status(state, decision, datetime.now(UTC))
+    if arguments.json:
+        print(json.dumps(status_as_json(status), indent=2))
+    else:
+        sys.stdout.write(render_status_table(status))
+    if not service.ready:
+        print(f"volume-quota: incomplete view: {service.not_ready_reason()}", file=sys.stderr)
+        return 1
+    return 0

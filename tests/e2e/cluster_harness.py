@@ -1,0 +1,271 @@
+"""A 3-broker cluster that throttles itself: real Kafka with the callback, one sidecar per broker,
+each broker's log dir on its own tmpfs, and producers whose delivered rate is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
+from schemas.decision import QuotaDecision, QuotaState
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+PLUGIN_JAR = REPOSITORY / "deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
+CONSUMER_GROUP = "volume-quota-consumer"
+
+MIB = 1024 * 1024
+VOLUME_SIZE = 256 * MIB
+SOFT_FREE = 128 * MIB
+HARD_FREE = 64 * MIB
+BASE_RATE = 1 * MIB
+PAUSE_RATE = 64 * 1024
+STALE_AFTER_S = 10
+
+
+def require_plugin_jar() -> Path:
+    if not PLUGIN_JAR.exists():
+        raise AssertionError(
+            f"{PLUGIN_JAR} is missing: build it with `mvn -q package` in deploy/broker-plugin "
+            "(tests/run.sh does)"
+        )
+    return PLUGIN_JAR
+
+
+def callback_properties(decision_file: Path) -> dict[str, str]:
+    return {
+        "client.quota.callback.class": "io.volumequota.broker.VolumeQuotaCallback",
+        "volume.quota.decision.path": str(decision_file),
+        "volume.quota.produce.base.bytes.per.second": str(BASE_RATE),
+        "volume.quota.pause.bytes.per.second": str(PAUSE_RATE),
+        "volume.quota.excluded.principals": "User:publisher;User:consumer",
+        "volume.quota.on.missing": "PAUSE",
+        "volume.quota.reload.interval.ms": "250",
+        # Keep the producers' own data from filling the small volumes.
+        "log.retention.check.interval.ms": "1000",
+        "log.segment.delete.delay.ms": "1000",
+    }
+
+
+def grant_sidecar_acls(cluster: LocalKafkaCluster) -> None:
+    """The sidecars run as User:publisher, which also reads the topic (one identity per pod)."""
+    grant_volume_quota_acls(cluster, consumer_group=CONSUMER_GROUP)
+    admin = AdminClient(cluster.client_config("admin"))
+    bindings = [
+        AclBinding(
+            resource,
+            name,
+            ResourcePatternType.LITERAL,
+            "User:publisher",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        )
+        for resource, name in (
+            (ResourceType.TOPIC, SNAPSHOT_TOPIC),
+            (ResourceType.GROUP, CONSUMER_GROUP),
+        )
+    ]
+    for future in admin.create_acls(bindings, request_timeout=30).values():
+        future.result(timeout=30)
+
+
+def create_data_topic(cluster: LocalKafkaCluster, name: str, leader: int) -> None:
+    admin = AdminClient(cluster.client_config("admin"))
+    topic = NewTopic(
+        name,
+        num_partitions=1,  # librdkafka wants it spelled out next to a replica assignment
+        replica_assignment=[[leader]],
+        config={"segment.bytes": str(1 * MIB), "retention.bytes": str(4 * MIB)},
+    )
+    admin.create_topics([topic], request_timeout=30)[name].result(timeout=30)
+
+
+@dataclass
+class Sidecar:
+    broker_id: int
+    decision_file: Path
+    environment: dict[str, str]
+    log_file: Path
+    command: str = "sidecar"
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.stop()
+        with self.log_file.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "publisher", self.command],
+                env=self.environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.process = None
+
+
+def sidecar_environment(
+    cluster: LocalKafkaCluster,
+    broker_id: int,
+    log_dir: Path,
+    decision_file: Path,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    identity = cluster.identity_files("publisher")
+    base = {key: value for key, value in os.environ.items() if not key.startswith("VOLUME_QUOTA_")}
+    return {
+        **base,
+        "VOLUME_QUOTA_BROKER_ID": str(broker_id),
+        "VOLUME_QUOTA_LOG_DIRS": str(log_dir),
+        "VOLUME_QUOTA_BOOTSTRAP_SERVERS": cluster.bootstrap_servers,
+        "VOLUME_QUOTA_TLS_CA_FILE": str(identity.ca),
+        "VOLUME_QUOTA_TLS_CERT_FILE": str(identity.cert),
+        "VOLUME_QUOTA_TLS_KEY_FILE": str(identity.key),
+        "VOLUME_QUOTA_SOFT_LIMIT": f"MinFreeBytes:{SOFT_FREE}",
+        "VOLUME_QUOTA_HARD_LIMIT": f"MinFreeBytes:{HARD_FREE}",
+        "VOLUME_QUOTA_DECISION_FILE": str(decision_file),
+        "VOLUME_QUOTA_STALE_AFTER": f"{STALE_AFTER_S}s",
+        "VOLUME_QUOTA_DECISION_VALID_FOR": f"{STALE_AFTER_S}s",
+        "VOLUME_QUOTA_HEARTBEAT_INTERVAL": "2s",
+        "VOLUME_QUOTA_READINESS_MAX_AGE": "10s",
+        "VOLUME_QUOTA_LIVE_BROKER_REFRESH_INTERVAL": "1s",
+        "VOLUME_QUOTA_METRICS_PORT": "0",
+        "VOLUME_QUOTA_METRICS_HOST": "127.0.0.1",
+        "VOLUME_QUOTA_TLS_VERIFY_HOSTNAME": "false",
+        **(extra or {}),
+    }
+
+
+def read_decision(path: Path) -> QuotaDecision | None:
+    try:
+        return QuotaDecision.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for(
+    description: str, condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1
+) -> float:
+    """Seconds it took for ``condition`` to hold; fails the test after ``timeout_s``."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {description}")
+        time.sleep(interval_s)
+    return time.monotonic() - start
+
+
+def all_decisions(files: list[Path], state: QuotaState) -> Callable[[], bool]:
+    def check() -> bool:
+        decisions = [read_decision(path) for path in files]
+        return all(decision is not None and decision.state is state for decision in decisions)
+
+    return check
+
+
+class CallbackLog:
+    """Watches a broker's server.log for the callback applying a decision state."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.exists() else 0
+
+    def mark(self) -> None:
+        self.offset = self.path.stat().st_size
+
+    def applied(self, state: QuotaState) -> bool:
+        with self.path.open("rb") as log:
+            log.seek(self.offset)
+            return f"decision {state.value}".encode() in log.read()
+
+
+@dataclass
+class RateProbe:
+    """Produces as fast as the broker lets it and records what was delivered, when."""
+
+    config: Mapping[str, Any]
+    topic: str
+    message_size: int = 16 * 1024
+    deliveries: deque[tuple[float, int]] = field(default_factory=deque)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> RateProbe:
+        self._thread = threading.Thread(target=self._run, name=f"probe-{self.topic}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        producer = Producer(
+            {
+                **self.config,
+                "acks": 1,
+                "linger.ms": 5,
+                "batch.size": 64 * 1024,
+                "queue.buffering.max.kbytes": 1024,
+                "message.timeout.ms": 600_000,
+            }
+        )
+        payload = b"x" * self.message_size
+
+        def delivered(error: KafkaError | None, message: Any) -> None:
+            if error is None:
+                self.deliveries.append((time.monotonic(), len(payload)))
+            else:
+                self.errors.append(str(error))
+
+        while not self._stop.is_set():
+            try:
+                producer.produce(self.topic, value=payload, on_delivery=delivered)
+            except BufferError:
+                producer.poll(0.05)
+            producer.poll(0)
+        producer.flush(5)
+
+    def rate(self, window_s: float) -> float:
+        """Bytes per second delivered over the last ``window_s`` seconds."""
+        since = time.monotonic() - window_s
+        return sum(size for at, size in list(self.deliveries) if at >= since) / window_s
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+
+
+def write_timings(timings: Mapping[str, float]) -> None:
+    """Where the benchmark reads the figures (benchmarks/e2e_reaction.py)."""
+    target = os.environ.get("VOLUME_QUOTA_E2E_TIMINGS")
+    if target:
+        Path(target).write_text(json.dumps(dict(timings), indent=2))

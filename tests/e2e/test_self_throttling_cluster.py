@@ -1,0 +1,274 @@
+"""Issue scenario, end to end: a producer on broker 0 slows down, then stops, because a volume on
+broker 2 is filling; it recovers when space is freed; missing data fails safe; a full broker
+that restarts keeps the pause in force.
+
+Real parts only: a 3-node Kafka 4.3.1 cluster (mTLS, ACLs) with the quota callback jar loaded,
+one `volume-quota sidecar` process per broker, each broker's log dir on its own 256 MiB tmpfs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from local_cluster import LocalKafkaCluster
+from schemas.decision import QuotaState, ReasonKind
+from tests.e2e.cluster_harness import (
+    BASE_RATE,
+    HARD_FREE,
+    MIB,
+    PAUSE_RATE,
+    SOFT_FREE,
+    STALE_AFTER_S,
+    VOLUME_SIZE,
+    CallbackLog,
+    RateProbe,
+    Sidecar,
+    all_decisions,
+    callback_properties,
+    create_data_topic,
+    grant_sidecar_acls,
+    read_decision,
+    require_plugin_jar,
+    sidecar_environment,
+    wait_for,
+    write_timings,
+)
+from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
+
+pytestmark = [pytest.mark.real_broker, pytest.mark.real_fs]
+
+
+@dataclass
+class SelfThrottlingCluster:
+    kafka: LocalKafkaCluster
+    volumes: list[Path]
+    sidecars: list[Sidecar]
+    open_decider: Sidecar
+    probes: list[RateProbe]
+    callback_logs: list[CallbackLog]
+
+    @property
+    def decision_files(self) -> list[Path]:
+        return [sidecar.decision_file for sidecar in self.sidecars]
+
+    def fill_broker_2_to_free(self, free: int) -> None:
+        """Add or shrink a filler file on broker 2's volume so that about ``free`` bytes remain."""
+        filler = self.volumes[2] / "filler.bin"
+        filler.unlink(missing_ok=True)
+        _, now_free = statvfs_sizes(self.volumes[2])
+        fill(self.volumes[2], "filler.bin", max(0, now_free - free))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SelfThrottlingCluster]:
+    jar = require_plugin_jar()
+    base = tmp_path_factory.mktemp("e2e")
+    decisions = base / "decisions"
+    decisions.mkdir()
+    decision_files = [decisions / f"broker-{index}.json" for index in range(3)]
+    with Mounts() as mounts:
+        volumes = [mounts.tmpfs(base / f"volume-{index}", size="256m") for index in range(3)]
+        log_dirs = [volume / "kafka-logs" for volume in volumes]
+        kafka = LocalKafkaCluster(
+            base / "kafka",
+            broker_count=3,
+            log_dirs=[[log_dir] for log_dir in log_dirs],
+            per_broker_properties=[callback_properties(path) for path in decision_files],
+            extra_classpath=[jar],
+        )
+        with kafka:
+            grant_sidecar_acls(kafka)
+            sidecars = [
+                Sidecar(
+                    index,
+                    decision_files[index],
+                    sidecar_environment(kafka, index, log_dirs[index], decision_files[index]),
+                    base / f"sidecar-{index}.log",
+                )
+                for index in range(3)
+            ]
+            open_file = decisions / "on-missing-open.json"
+            open_decider = Sidecar(
+                0,
+                open_file,
+                sidecar_environment(
+                    kafka, 0, log_dirs[0], open_file, {"VOLUME_QUOTA_ON_MISSING": "OPEN"}
+                ),
+                base / "decide-open.log",
+                command="decide",
+            )
+            probes: list[RateProbe] = []
+            try:
+                for sidecar in sidecars:
+                    sidecar.start()
+                wait_for("every broker OPEN", all_decisions(decision_files, QuotaState.OPEN), 90)
+                open_decider.start()
+                for leader in (0, 1):
+                    create_data_topic(kafka, f"data-on-broker-{leader}", leader)
+                probes = [
+                    RateProbe(kafka.client_config("admin"), f"data-on-broker-{leader}").start()
+                    for leader in (0, 1)
+                ]
+                yield SelfThrottlingCluster(
+                    kafka,
+                    volumes,
+                    sidecars,
+                    open_decider,
+                    probes,
+                    [CallbackLog(kafka.broker_log(index)) for index in range(3)],
+                )
+            finally:
+                for probe in probes:
+                    probe.stop()
+                for sidecar in [*sidecars, open_decider]:
+                    sidecar.stop()
+
+
+TIMINGS: dict[str, float] = {}
+
+
+def test_1_all_volumes_fine_producer_runs_at_full_rate(cluster: SelfThrottlingCluster) -> None:
+    time.sleep(20)  # past the broker's 11 s quota window and the producers' first burst
+    rate = cluster.probes[0].rate(11)
+    # Full rate is the base quota: the broker lets a client run ahead within its 11 s window.
+    assert 0.75 * BASE_RATE <= rate <= 1.5 * BASE_RATE, f"{rate / MIB:.2f} MiB/s"
+    TIMINGS["open_rate_mib_s"] = rate / MIB
+
+
+def test_2_soft_zone_on_broker_2_slows_producers_on_brokers_0_and_1(
+    cluster: SelfThrottlingCluster,
+) -> None:
+    cluster.fill_broker_2_to_free((SOFT_FREE + HARD_FREE) // 2)  # factor about 0.5
+    wait_for("THROTTLE everywhere", all_decisions(cluster.decision_files, QuotaState.THROTTLE), 15)
+    decision = read_decision(cluster.decision_files[0])
+    assert decision is not None
+    factor = decision.throttle_factor
+    assert 0.3 < factor < 0.7
+    assert (decision.reasons[0].broker_id, decision.reasons[0].kind) == (2, ReasonKind.LIMIT)
+    time.sleep(16)
+    for probe in cluster.probes:
+        rate = probe.rate(11)
+        assert 0.6 * factor * BASE_RATE <= rate <= 1.5 * factor * BASE_RATE, (
+            f"{rate / MIB:.2f} MiB/s for factor {factor:.2f}"
+        )
+    TIMINGS["throttle_factor"] = factor
+    TIMINGS["throttled_rate_mib_s"] = cluster.probes[0].rate(8) / MIB
+
+
+def test_3_past_the_hard_limit_every_broker_pauses_producers(
+    cluster: SelfThrottlingCluster,
+) -> None:
+    for log in cluster.callback_logs:
+        log.mark()
+    cluster.fill_broker_2_to_free(HARD_FREE // 2)
+    breached_at = time.monotonic()
+    reaction = wait_for(
+        "every broker's callback applying PAUSE",
+        lambda: all(log.applied(QuotaState.PAUSE) for log in cluster.callback_logs),
+        30,
+    )
+    assert reaction < 3.0, f"reaction {reaction:.2f}s (target: under 3 s)"
+    TIMINGS["reaction_seconds"] = reaction
+    # The quota steps down by at most half per 11 s window (bounded throttles): give it time.
+    wait_for(
+        "producers down to the pause floor",
+        lambda: all(probe.rate(8) <= 2.5 * PAUSE_RATE for probe in cluster.probes),
+        60,
+        interval_s=1,
+    )
+    TIMINGS["paused_rate_kib_s"] = cluster.probes[0].rate(8) / 1024
+    TIMINGS["seconds_to_pause_floor"] = time.monotonic() - breached_at
+
+
+def test_4_freed_space_lets_producers_recover_within_30_seconds(
+    cluster: SelfThrottlingCluster,
+) -> None:
+    (cluster.volumes[2] / "filler.bin").unlink()
+    freed_at = time.monotonic()
+    wait_for("OPEN everywhere", all_decisions(cluster.decision_files, QuotaState.OPEN), 15)
+    recovery = wait_for(
+        "producers back to 90 % of their rate",
+        lambda: all(probe.rate(2) >= 0.9 * BASE_RATE for probe in cluster.probes),
+        60,
+        interval_s=0.25,
+    )
+    TIMINGS["recovery_seconds"] = time.monotonic() - freed_at
+    assert TIMINGS["recovery_seconds"] <= 30, f"recovery {recovery:.1f}s"
+    assert not any(probe.errors for probe in cluster.probes), "no record may fail"
+
+
+def test_5_a_silent_publisher_fails_safe_unless_on_missing_is_open(
+    cluster: SelfThrottlingCluster,
+) -> None:
+    cluster.sidecars[2].stop()
+    stopped_at = time.monotonic()
+    waited = wait_for(
+        "the fail-safe PAUSE on brokers 0 and 1",
+        all_decisions(cluster.decision_files[:2], QuotaState.PAUSE),
+        STALE_AFTER_S + 15,
+    )
+    # Staleness counts from the last snapshot, published up to one heartbeat (2 s) before the stop.
+    assert waited >= STALE_AFTER_S - 2 - 1, "not before the snapshot is stale"
+    decision = read_decision(cluster.decision_files[0])
+    assert decision is not None
+    assert decision.caused_by_missing_data
+    assert decision.unknown_brokers == [2]
+    relaxed = read_decision(cluster.open_decider.decision_file)
+    assert relaxed is not None
+    assert relaxed.state is QuotaState.OPEN, "on-missing OPEN ignores the silent broker"
+    assert relaxed.unknown_brokers == [2]
+    TIMINGS["fail_safe_seconds"] = time.monotonic() - stopped_at
+    cluster.sidecars[2].start()
+    wait_for("OPEN again", all_decisions(cluster.decision_files, QuotaState.OPEN), 60)
+
+
+def test_6_a_full_broker_that_restarts_keeps_the_pause(cluster: SelfThrottlingCluster) -> None:
+    cluster.fill_broker_2_to_free(HARD_FREE // 2)
+    wait_for("PAUSE everywhere", all_decisions(cluster.decision_files, QuotaState.PAUSE), 15)
+    cluster.sidecars[2].stop()
+    cluster.kafka.stop_broker(2)
+    time.sleep(STALE_AFTER_S + 5)  # broker 2 has left describeCluster; its snapshot is stale
+    for path in [*cluster.decision_files[:2], cluster.open_decider.decision_file]:
+        decision = read_decision(path)
+        assert decision is not None
+        assert decision.state is QuotaState.PAUSE, f"{path.name}: {decision.state}"
+        limit_reasons = [reason for reason in decision.reasons if reason.kind is ReasonKind.LIMIT]
+        assert limit_reasons[0].broker_id == 2
+        assert limit_reasons[0].broker_live is False
+    (cluster.volumes[2] / "filler.bin").unlink()
+    cluster.kafka.start_broker(2)
+    cluster.sidecars[2].start()
+    wait_for("OPEN after the restart", all_decisions(cluster.decision_files, QuotaState.OPEN), 90)
+    write_timings(TIMINGS)
+
+
+def test_status_shows_every_broker_volume_and_the_decision(
+    cluster: SelfThrottlingCluster,
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "publisher", "status", "--json", "--timeout", "30"],
+        env=cluster.sidecars[0].environment,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    status = json.loads(result.stdout)
+    assert status["decision"]["state"] == "OPEN"
+    assert sorted(row["brokerId"] for row in status["volumes"]) == [0, 1, 2]
+    assert all(row["capacityBytes"] == VOLUME_SIZE for row in status["volumes"])
+
+
+def test_volume_sizes_are_what_the_limits_assume(cluster: SelfThrottlingCluster) -> None:
+    capacity, free = statvfs_sizes(cluster.volumes[0])
+    assert capacity == VOLUME_SIZE
+    assert free > SOFT_FREE, "the producers' own data must not push broker 0 into the soft zone"
