@@ -23,7 +23,7 @@ Time is passed in: nothing here reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from sortedcontainers import SortedList
@@ -154,8 +154,9 @@ class ClusterState:
     def assessment(self, broker_id: int) -> BrokerAssessment | None:
         return self._assessments.get(broker_id)
 
-    def assessments(self) -> Iterator[BrokerAssessment]:
-        return iter(self._assessments.values())
+    def assessments(self) -> list[BrokerAssessment]:
+        """A copy, safe to take from another thread (one step under the GIL)."""
+        return list(self._assessments.values())
 
     def snapshot_times(self) -> list[tuple[int, float]]:
         """(broker, snapshot time) for every broker; safe to call from another thread (a copy

@@ -13,6 +13,7 @@ from consumer import evaluate_command
 from consumer.cli_arguments import UsageError
 from publisher import (
     decide_command,
+    demo_command,
     publish_command,
     retire_command,
     sidecar_command,
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     sidecar_command.register(subcommands)
     status_command.register(subcommands)
     retire_command.register(subcommands)
+    demo_command.register(subcommands)
     return parser
 
 

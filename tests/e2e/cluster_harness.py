@@ -18,22 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    NewTopic,
-    ResourcePatternType,
-    ResourceType,
-)
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
+from local_cluster import LocalKafkaCluster
 from schemas.decision import QuotaDecision, QuotaState
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN_JAR = REPOSITORY / "deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
-CONSUMER_GROUP = "volume-quota-consumer"
 
 MIB = 1024 * 1024
 VOLUME_SIZE = 256 * MIB
@@ -66,29 +57,6 @@ def callback_properties(decision_file: Path) -> dict[str, str]:
         "log.retention.check.interval.ms": "1000",
         "log.segment.delete.delay.ms": "1000",
     }
-
-
-def grant_sidecar_acls(cluster: LocalKafkaCluster) -> None:
-    """The sidecars run as User:publisher, which also reads the topic (one identity per pod)."""
-    grant_volume_quota_acls(cluster, consumer_group=CONSUMER_GROUP)
-    admin = AdminClient(cluster.client_config("admin"))
-    bindings = [
-        AclBinding(
-            resource,
-            name,
-            ResourcePatternType.LITERAL,
-            "User:publisher",
-            "*",
-            AclOperation.READ,
-            AclPermissionType.ALLOW,
-        )
-        for resource, name in (
-            (ResourceType.TOPIC, SNAPSHOT_TOPIC),
-            (ResourceType.GROUP, CONSUMER_GROUP),
-        )
-    ]
-    for future in admin.create_acls(bindings, request_timeout=30).values():
-        future.result(timeout=30)
 
 
 def create_data_topic(cluster: LocalKafkaCluster, name: str, leader: int) -> None:

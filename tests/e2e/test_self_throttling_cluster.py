@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from local_cluster import LocalKafkaCluster
+from local_cluster import LocalKafkaCluster, grant_sidecar_acls
 from schemas.decision import QuotaState, ReasonKind
 from tests.e2e.cluster_harness import (
     BASE_RATE,
@@ -34,7 +34,6 @@ from tests.e2e.cluster_harness import (
     all_decisions,
     callback_properties,
     create_data_topic,
-    grant_sidecar_acls,
     read_decision,
     require_plugin_jar,
     sidecar_environment,

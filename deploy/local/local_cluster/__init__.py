@@ -11,7 +11,12 @@ Or from a shell: ``python -m local_cluster start --brokers 3 --dir /tmp/vq-clust
 
 import logging
 
-from local_cluster.acls import SNAPSHOT_TOPIC, grant_volume_quota_acls, volume_quota_acl_bindings
+from local_cluster.acls import (
+    SNAPSHOT_TOPIC,
+    grant_sidecar_acls,
+    grant_volume_quota_acls,
+    volume_quota_acl_bindings,
+)
 from local_cluster.broker_config import BrokerFiles, BrokerPorts
 from local_cluster.cluster import ClientConfig, LocalKafkaCluster
 from local_cluster.errors import LocalClusterError
@@ -40,6 +45,7 @@ __all__ = [
     "LocalClusterError",
     "LocalKafkaCluster",
     "ensure_kafka_jars",
+    "grant_sidecar_acls",
     "grant_volume_quota_acls",
     "kafka_version",
     "read_certificate",

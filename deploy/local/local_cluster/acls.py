@@ -108,3 +108,21 @@ def _allow(
         operation,
         AclPermissionType.ALLOW,
     )
+
+
+def grant_sidecar_acls(
+    cluster: LocalKafkaCluster,
+    topic: str = SNAPSHOT_TOPIC,
+    *,
+    consumer_group: str = "volume-quota-consumer",
+) -> None:
+    """A `volume-quota sidecar` runs both roles with one identity: here ``publisher``, which is
+    granted the consumer's READ on the topic and on its (never joined) group as well."""
+    grant_volume_quota_acls(cluster, topic, consumer_group=consumer_group)
+    create_acls(
+        cluster,
+        [
+            _allow(ResourceType.TOPIC, topic, PUBLISHER_PRINCIPAL, AclOperation.READ),
+            _allow(ResourceType.GROUP, consumer_group, PUBLISHER_PRINCIPAL, AclOperation.READ),
+        ],
+    )
