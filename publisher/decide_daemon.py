@@ -65,9 +65,10 @@ class KafkaClients:
         self.reader = SnapshotTopicReader(_new_consumer, config, settings.topic)
         admin_settings = {key: value for key, value in config.items() if key not in ("group.id",)}
         self._admin = AdminClient(admin_settings)
+        self._topic = settings.topic
 
     def live_brokers(self) -> frozenset[int]:
-        return describe_live_brokers(self._admin)
+        return describe_live_brokers(self._admin, self._topic)
 
     def close(self) -> None:
         try:

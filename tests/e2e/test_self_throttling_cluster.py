@@ -147,10 +147,15 @@ def test_2_soft_zone_on_broker_2_slows_producers_on_brokers_0_and_1(
 ) -> None:
     cluster.fill_broker_2_to_free((SOFT_FREE + HARD_FREE) // 2)  # factor about 0.5
     wait_for("THROTTLE everywhere", all_decisions(cluster.decision_files, QuotaState.THROTTLE), 15)
+
+    def factor_settled() -> bool:  # the filler is written in steps the publisher may catch
+        decision = read_decision(cluster.decision_files[0])
+        return decision is not None and 0.35 < decision.throttle_factor < 0.65
+
+    wait_for("the throttle factor to settle near 0.5", factor_settled, 15)
     decision = read_decision(cluster.decision_files[0])
     assert decision is not None
     factor = decision.throttle_factor
-    assert 0.3 < factor < 0.7
     assert (decision.reasons[0].broker_id, decision.reasons[0].kind) == (2, ReasonKind.LIMIT)
     time.sleep(16)
     for probe in cluster.probes:
@@ -207,44 +212,65 @@ def test_4_freed_space_lets_producers_recover_within_30_seconds(
 def test_5_a_silent_publisher_fails_safe_unless_on_missing_is_open(
     cluster: SelfThrottlingCluster,
 ) -> None:
+    stopped_at = time.monotonic()  # the last snapshot was published before this
     cluster.sidecars[2].stop()
-    stopped_at = time.monotonic()
-    waited = wait_for(
-        "the fail-safe PAUSE on brokers 0 and 1",
-        all_decisions(cluster.decision_files[:2], QuotaState.PAUSE),
-        STALE_AFTER_S + 15,
-    )
-    # Staleness counts from the last snapshot, published up to one heartbeat (2 s) before the stop.
-    assert waited >= STALE_AFTER_S - 2 - 1, "not before the snapshot is stale"
-    decision = read_decision(cluster.decision_files[0])
-    assert decision is not None
-    assert decision.caused_by_missing_data
-    assert decision.unknown_brokers == [2]
-    relaxed = read_decision(cluster.open_decider.decision_file)
-    assert relaxed is not None
-    assert relaxed.state is QuotaState.OPEN, "on-missing OPEN ignores the silent broker"
-    assert relaxed.unknown_brokers == [2]
-    TIMINGS["fail_safe_seconds"] = time.monotonic() - stopped_at
-    cluster.sidecars[2].start()
+    try:
+        wait_for(
+            "the fail-safe PAUSE on brokers 0 and 1",
+            all_decisions(cluster.decision_files[:2], QuotaState.PAUSE),
+            STALE_AFTER_S + 15,
+        )
+        waited = time.monotonic() - stopped_at
+        # Staleness counts from the last snapshot, published up to one heartbeat (2 s) before.
+        assert waited >= STALE_AFTER_S - 2 - 0.5, "not before the snapshot is stale"
+        decision = read_decision(cluster.decision_files[0])
+        assert decision is not None
+        assert decision.caused_by_missing_data
+        assert decision.unknown_brokers == [2]
+        TIMINGS["fail_safe_seconds"] = time.monotonic() - stopped_at
+
+        def relaxed_sees_broker_2_unknown() -> bool:
+            relaxed = read_decision(cluster.open_decider.decision_file)
+            assert relaxed is not None
+            assert relaxed.state is QuotaState.OPEN, "on-missing OPEN ignores the silent broker"
+            return relaxed.unknown_brokers == [2]
+
+        # The OPEN decider is another process: it notices the same staleness a moment apart.
+        wait_for("the OPEN decider to list broker 2 as unknown", relaxed_sees_broker_2_unknown, 10)
+    finally:
+        cluster.sidecars[2].start()
     wait_for("OPEN again", all_decisions(cluster.decision_files, QuotaState.OPEN), 60)
 
 
 def test_6_a_full_broker_that_restarts_keeps_the_pause(cluster: SelfThrottlingCluster) -> None:
     cluster.fill_broker_2_to_free(HARD_FREE // 2)
-    wait_for("PAUSE everywhere", all_decisions(cluster.decision_files, QuotaState.PAUSE), 15)
+    wait_for("PAUSE everywhere", all_decisions(cluster.decision_files, QuotaState.PAUSE), 30)
+    watched = [*cluster.decision_files[:2], cluster.open_decider.decision_file]
+    stopped_at = time.monotonic()
     cluster.sidecars[2].stop()
     cluster.kafka.stop_broker(2)
-    time.sleep(STALE_AFTER_S + 5)  # broker 2 has left describeCluster; its snapshot is stale
-    for path in [*cluster.decision_files[:2], cluster.open_decider.decision_file]:
-        decision = read_decision(path)
-        assert decision is not None
-        assert decision.state is QuotaState.PAUSE, f"{path.name}: {decision.state}"
-        limit_reasons = [reason for reason in decision.reasons if reason.kind is ReasonKind.LIMIT]
-        assert limit_reasons[0].broker_id == 2
-        assert limit_reasons[0].broker_live is False
-    (cluster.volumes[2] / "filler.bin").unlink()
-    cluster.kafka.start_broker(2)
-    cluster.sidecars[2].start()
+    try:
+
+        def broker_2_down_and_still_pausing() -> bool:
+            for path in watched:
+                decision = read_decision(path)
+                assert decision is not None
+                assert decision.state is QuotaState.PAUSE, f"{path.name}: {decision}"
+                limits = [reason for reason in decision.reasons if reason.kind is ReasonKind.LIMIT]
+                assert limits, f"{path.name}: the pause must come from broker 2's volume"
+                assert limits[0].broker_id == 2
+                if limits[0].broker_live is not False:
+                    return False
+            return True
+
+        wait_for("broker 2 to leave describeCluster", broker_2_down_and_still_pausing, 60)
+        # Past stale-after too: the restarting broker's last word ("full") still holds.
+        time.sleep(max(0.0, STALE_AFTER_S + 2 - (time.monotonic() - stopped_at)))
+        assert broker_2_down_and_still_pausing()
+    finally:
+        (cluster.volumes[2] / "filler.bin").unlink(missing_ok=True)
+        cluster.kafka.start_broker(2)
+        cluster.sidecars[2].start()
     wait_for("OPEN after the restart", all_decisions(cluster.decision_files, QuotaState.OPEN), 90)
     write_timings(TIMINGS)
 

@@ -66,7 +66,7 @@ def service_as(
     service = DecisionService(
         ClusterState(DecisionPolicy(stale_after_seconds=300)),
         source=reader,
-        live_brokers=lambda: describe_live_brokers(admin),
+        live_brokers=lambda: describe_live_brokers(admin, TOPIC),
         clock=lambda: datetime.now(UTC),
         sink=lambda decision: None,
         metrics=ConsumerMetrics(registry),
