@@ -58,6 +58,8 @@ class ClusterState:
         self._limit_reason_cache: dict[
             int, tuple[BrokerAssessment, bool, tuple[DecisionReason, ...]]
         ] = {}
+        # The assembled list too, until a breaching broker changes (most snapshots don't).
+        self._limit_reasons: tuple[int, list[DecisionReason]] | None = None
 
     # -- updates ---------------------------------------------------------------------------------
 
@@ -76,6 +78,8 @@ class ClusterState:
     def set_live_brokers(self, broker_ids: Iterable[int]) -> None:
         """The brokers the cluster says are alive now (from the Admin client)."""
         live = frozenset(broker_ids)
+        if live != self._live:
+            self._limit_reasons = None
         for broker_id in self._live - live:
             self._live_without_snapshot.discard(broker_id)
             assessment = self._assessments.get(broker_id)
@@ -97,6 +101,7 @@ class ClusterState:
         """
         previous = list(self._assessments.values())
         live = self._live
+        self._limit_reasons = None
         self._assessments.clear()
         self._breaching.clear()
         self._breaching_volume_count = 0
@@ -125,6 +130,10 @@ class ClusterState:
         self, broker_id: int, previous: BrokerAssessment | None, current: BrokerAssessment | None
     ) -> None:
         is_live = broker_id in self._live
+        if (previous is not None and previous.breaches) or (
+            current is not None and current.breaches
+        ):
+            self._limit_reasons = None
         if previous is not None:
             if previous.breaches:
                 self._breaching.remove((previous.throttle_factor, broker_id))
@@ -240,12 +249,15 @@ class ClusterState:
 
     def _limit_reasons_worst_first(self, limit: int) -> list[DecisionReason]:
         """Reasons for breached volumes: brokers by their worst factor, then their volumes."""
+        if self._limit_reasons is not None and self._limit_reasons[0] == limit:
+            return list(self._limit_reasons[1])
         reasons: list[DecisionReason] = []
         for _, broker_id in self._breaching:
             reasons.extend(self._limit_reasons_of(broker_id, limit - len(reasons)))
             if len(reasons) >= limit:
                 break
-        return reasons
+        self._limit_reasons = (limit, reasons)
+        return list(reasons)
 
     def _limit_reasons_of(self, broker_id: int, limit: int) -> tuple[DecisionReason, ...]:
         assessment = self._assessments[broker_id]

@@ -281,5 +281,10 @@ def test_incremental_state_matches_the_rule_from_scratch(
     assert decision.state is expected_state
     assert decision.throttle_factor == pytest.approx(expected_factor)
     assert decision.unknown_brokers == expected_unknown
+    fresh = ClusterState(policy)  # the same newest snapshots, applied once: same reasons too
+    for assessment in state.assessments():
+        fresh.apply_snapshot(assessment.snapshot)
+    fresh.set_live_brokers(state.live_brokers)
+    assert fresh.decide(NOON) == decision
     state.rebuild()
     assert state.decide(NOON) == decision
