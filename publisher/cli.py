@@ -19,6 +19,7 @@ from publisher import (
     sidecar_command,
     status_command,
 )
+from spark_history import commands as history_commands
 
 DESCRIPTION = """\
 volume-quota keeps every Kafka broker from running out of disk by letting every broker see every
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sidecar_command.register(subcommands)
     status_command.register(subcommands)
     retire_command.register(subcommands)
+    history_commands.register(subcommands)
     demo_command.register(subcommands)
     return parser
 

@@ -1,1 +1,7 @@
-"""Mining the snapshot history on Spark: capacity forecasts and threshold tuning."""
+"""Mining the snapshot history on Spark: fill forecasts, threshold tuning and balance.
+
+``commands`` is the ``volume-quota history`` command group (``job.py`` for spark-submit);
+``ingest`` + ``snapshot_rows`` keep the Parquet history; ``forecast`` / ``envelope_forecast``,
+``thresholds`` / ``decision_replay`` and ``balance`` are the analyses; ``report`` writes the
+HTML report; ``synthetic`` makes histories with known truth. See docs/history.md.
+"""

@@ -1,0 +1,144 @@
+"""Replaying the decision rule over one volume's history for a candidate pair of limits.
+
+The rule is ``consumer.limits``: thresholds come from ``free_bytes_threshold`` itself (called
+once per distinct capacity), and states from :func:`judge_free_space_array`, the vectorised
+form of ``judge_free_space`` (a per-row Python call would cost minutes on a long history).
+``tests/spark/test_decision_replay.py`` checks the two agree on every boundary case, so the
+replay cannot drift from what a consumer decides.
+
+What is measured, per candidate:
+- hours THROTTLE and hours PAUSE (each snapshot's state lasts until the next snapshot, at
+  most ``max_gap_hours``: a hole in the history is not counted as time in any state);
+- flips: changes of state between consecutive snapshots;
+- episodes: a run of non-OPEN states; OPEN interludes shorter than ``merge_gap_hours`` do not
+  end an episode (a noisy volume hovering at the soft threshold is one episode, not fifty);
+- warning hours: per episode that reaches PAUSE, the time from its first soft breach to its
+  first hard breach. An episode already under way when the history starts has no known
+  start, so it gives no warning figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from consumer.limits import free_bytes_threshold, judge_free_space
+from schemas.decision import QuotaState
+from schemas.snapshot import LimitType, MinFreePercentageLimit
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int8]
+
+STATE_CODES: dict[QuotaState, int] = {
+    QuotaState.OPEN: 0,
+    QuotaState.THROTTLE: 1,
+    QuotaState.PAUSE: 2,
+}
+OPEN, THROTTLE, PAUSE = (
+    STATE_CODES[state] for state in (QuotaState.OPEN, QuotaState.THROTTLE, QuotaState.PAUSE)
+)
+
+__all__ = [
+    "Candidate",
+    "ReplayStats",
+    "judge_free_space",
+    "judge_free_space_array",
+    "replay_volume",
+]
+
+
+def judge_free_space_array(
+    free: FloatArray, soft: FloatArray, hard: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    """``judge_free_space`` elementwise: (state codes, throttle factors)."""
+    free, soft, hard = np.broadcast_arrays(
+        np.asarray(free, dtype=np.float64),
+        np.asarray(soft, dtype=np.float64),
+        np.asarray(hard, dtype=np.float64),
+    )
+    paused = free <= hard
+    throttled = ~paused & (soft > hard) & (free <= soft)
+    states = np.where(paused, PAUSE, np.where(throttled, THROTTLE, OPEN)).astype(np.int8)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(throttled, (free - hard) / (soft - hard), 1.0)
+    factors: FloatArray = np.where(paused, 0.0, factor)
+    return states, factors
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Candidate:
+    """A soft and a hard limit, both MinFreePercentage (percent of capacity kept free)."""
+
+    soft_percent: float
+    hard_percent: float
+
+    def thresholds(self, capacity: int) -> tuple[float, float]:
+        """(soft, hard) thresholds in free bytes, through ``free_bytes_threshold``."""
+        soft = MinFreePercentageLimit(type=LimitType.MIN_FREE_PERCENTAGE, level=self.soft_percent)
+        hard = MinFreePercentageLimit(type=LimitType.MIN_FREE_PERCENTAGE, level=self.hard_percent)
+        return free_bytes_threshold(soft, capacity), free_bytes_threshold(hard, capacity)
+
+
+@dataclass(slots=True)
+class ReplayStats:
+    throttled_hours: float = 0.0
+    paused_hours: float = 0.0
+    flips: int = 0
+    episodes: int = 0
+    hard_episodes: int = 0
+    warning_hours: list[float] = field(default_factory=list)
+
+
+def replay_volume(
+    times_s: FloatArray,
+    free: FloatArray,
+    capacity: npt.NDArray[np.int64],
+    candidate: Candidate,
+    *,
+    max_gap_hours: float = 0.25,
+    merge_gap_hours: float = 1.0,
+) -> ReplayStats:
+    """Replay ``candidate`` over one volume's snapshots (sorted by time)."""
+    stats = ReplayStats()
+    if times_s.size == 0:
+        return stats
+    soft = np.empty(times_s.size)
+    hard = np.empty(times_s.size)
+    for value in np.unique(capacity):
+        mask = capacity == value
+        soft[mask], hard[mask] = candidate.thresholds(int(value))
+    states, _ = judge_free_space_array(free, soft, hard)
+    hours = times_s / 3600.0
+    durations = np.minimum(np.diff(hours, append=hours[-1]), max_gap_hours)
+    stats.throttled_hours = float(durations[states == THROTTLE].sum())
+    stats.paused_hours = float(durations[states == PAUSE].sum())
+    stats.flips = int(np.count_nonzero(states[1:] != states[:-1]))
+    _episodes(hours, states, merge_gap_hours, stats)
+    return stats
+
+
+def _episodes(
+    hours: FloatArray, states: IntArray, merge_gap_hours: float, stats: ReplayStats
+) -> None:
+    breached = np.nonzero(states != OPEN)[0]
+    if breached.size == 0:
+        return
+    # Split the breached snapshots where the OPEN interlude between two is long enough.
+    gaps = hours[breached[1:]] - hours[breached[:-1]]
+    interlude = np.zeros(breached.size - 1, dtype=bool)
+    open_between = breached[1:] - breached[:-1] > 1
+    interlude[open_between] = gaps[open_between] > merge_gap_hours
+    starts = np.concatenate(([0], np.nonzero(interlude)[0] + 1))
+    ends = np.concatenate((starts[1:], [breached.size]))
+    for start, end in zip(starts, ends, strict=True):
+        members = breached[start:end]
+        stats.episodes += 1
+        paused = members[states[members] == PAUSE]
+        if paused.size == 0:
+            continue
+        stats.hard_episodes += 1
+        if members[0] == 0:
+            continue  # under way when the history starts: its first soft breach is unknown
+        stats.warning_hours.append(float(hours[paused[0]] - hours[members[0]]))

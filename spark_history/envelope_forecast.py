@@ -1,0 +1,399 @@
+"""When will one volume fill? A robust trend on the upper envelope of its usage.
+
+Pure numpy on one volume's hourly maxima; Spark (``forecast.py``) and the single-process pandas
+reference (``pandas_forecast.py``) both call :func:`forecast_hourly`, so they cannot disagree.
+
+Why not a least-squares line over the last hours (Prometheus ``predict_linear``): Kafka usage is
+not a line. Retention deletes whole segments, so usage climbs and drops in a sawtooth and then
+plateaus; traffic has daily cycles, so a 6-hour slope is mostly the phase of the day; a new
+topic adds a step that a line reads as fast growth. The method here:
+
+1. **Upper envelope.** Hourly maxima of consumed bytes: a disk fills at a peak, not on average.
+2. **Steps out, drops kept.** Each hour-to-hour change is compared with the changes at the same
+   hour of the other days (so a daily cycle's own rises and falls hide nothing); a change beyond
+   ``jump_sigmas`` robust standard deviations and ``min_jump_fraction`` of capacity is a jump.
+   A jump up is a step (new topic): the older points are shifted up by it, so it raises the
+   level but not the rate. A jump down is a retention drop.
+3. **Retention regime.** With drops, usage below the ceiling where it was cut before is a
+   retention cycle (no fill) unless three or more whole teeth show significantly rising peaks;
+   usage above the old ceiling is fitted from the last drop on.
+4. **Robust slope.** Theil-Sen (median of pairwise slopes) over the last ``fit_hours`` (three
+   daily cycles) after subtracting the daily cycle (24 h and 12 h harmonics, detrended with the
+   seasonal Sen slope), with Sen's interval on an effective sample size that accounts for the
+   autocorrelation of the residuals (hourly points are not independent; an interval that
+   ignored it would be far too narrow).
+5. **Plateau tests.** No fill when the interval reaches zero (flat), lies below zero
+   (shrinking), or when the last ``recent_hours`` grew at under ``knee_fraction`` of the fitted
+   rate although that rate would have shown above the noise (retention reached inside the
+   window). A recent rate significantly above the window's replaces it (a new heavy topic).
+6. **Level and time.** The level at ``at`` is the fitted line through the high quantile of the
+   recent residuals (a disk fills at the daily peak). hours = (capacity - level) / slope; the
+   band divides by the interval's slopes. Past the horizon there is no forecast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class Trend(StrEnum):
+    """What the envelope is doing; only ``GROWING`` volumes can get a fill time."""
+
+    GROWING = "growing"
+    PLATEAU = "plateau"
+    """Growth stopped inside the window (retention reached)."""
+    RETENTION = "retention"
+    """Sawtooth: retention drops and peaks that do not rise."""
+    FLAT = "flat"
+    """No significant growth (an idle volume, or noise)."""
+    SHRINKING = "shrinking"
+    INSUFFICIENT_DATA = "insufficient-data"
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastParams:
+    """Tuning of the forecast; the defaults are the documented ones (docs/history.md)."""
+
+    lookback_hours: float = 7 * 24.0
+    fit_hours: float = 72.0
+    horizon_hours: float = 60 * 24.0
+    confidence: float = 0.90
+    min_hours_of_data: float = 12.0
+    jump_sigmas: float = 8.0
+    min_jump_fraction: float = 0.005
+    level_quantile: float = 0.9
+    level_hours: float = 48.0
+    recent_hours: float = 12.0
+    knee_fraction: float = 0.5
+    """Plateau when the last ``recent_hours`` grew significantly slower than this fraction of
+    the fitted slope."""
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeForecast:
+    """The forecast of one volume; hours are counted from ``at``."""
+
+    trend: Trend
+    slope_per_hour: float
+    slope_low: float
+    slope_high: float
+    level: float
+    hours_to_full: float | None
+    hours_to_full_low: float | None
+    hours_to_full_high: float | None
+    steps: int
+    drops: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlopeEstimate:
+    slope: float
+    low: float
+    high: float
+
+
+def theil_sen(x: FloatArray, y: FloatArray, confidence: float = 0.90) -> SlopeEstimate:
+    """Median pairwise slope with Sen's interval on an autocorrelation-corrected sample size."""
+    n = x.size
+    if n < 2:
+        return SlopeEstimate(0.0, -math.inf, math.inf)
+    first, second = np.triu_indices(n, k=1)
+    dx = x[second] - x[first]
+    usable = dx != 0
+    slopes = np.sort((y[second] - y[first])[usable] / dx[usable])
+    if slopes.size == 0:
+        return SlopeEstimate(0.0, -math.inf, math.inf)
+    slope = float(np.median(slopes))
+    intercept = float(np.median(y - slope * x))
+    n_eff = _effective_size(y - slope * x - intercept)
+    if n_eff < 3:
+        return SlopeEstimate(slope, -math.inf, math.inf)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    pairs_eff = n_eff * (n_eff - 1) / 2
+    spread = z * math.sqrt(n_eff * (n_eff - 1) * (2 * n_eff + 5) / 18) / (2 * pairs_eff)
+    if spread >= 0.5:
+        return SlopeEstimate(slope, -math.inf, math.inf)
+    low, high = np.quantile(slopes, [0.5 - spread, 0.5 + spread])
+    return SlopeEstimate(slope, float(low), float(high))
+
+
+def _effective_size(residuals: FloatArray) -> float:
+    """AR(1) effective sample size: n (1 - rho) / (1 + rho), rho the lag-1 autocorrelation."""
+    n = residuals.size
+    centred = residuals - residuals.mean()
+    denominator = float(np.dot(centred, centred))
+    if n < 3 or denominator == 0:
+        return float(n)
+    rho = float(np.dot(centred[1:], centred[:-1])) / denominator
+    rho = min(max(rho, 0.0), 0.95)
+    return n * (1 - rho) / (1 + rho)
+
+
+def hour_bucket(hours: FloatArray) -> FloatArray:
+    """The hour bucket of samples (hours relative to ``at``, <= 0): (-1, 0] is bucket 0."""
+    buckets: FloatArray = np.ceil(hours)
+    return buckets
+
+
+def bucket_midpoint(buckets: FloatArray) -> FloatArray:
+    """Where a bucket's maximum is placed on the time axis."""
+    midpoints: FloatArray = buckets - 0.5
+    return midpoints
+
+
+def hourly_maxima(hours: FloatArray, consumed: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Bucket samples (hours relative to ``at``) into whole hours; (bucket midpoints, maxima)."""
+    buckets = hour_bucket(hours)
+    order = np.argsort(buckets, kind="stable")
+    buckets, values = buckets[order], consumed[order]
+    unique, starts = np.unique(buckets, return_index=True)
+    maxima = np.maximum.reduceat(values, starts) if values.size else values
+    return bucket_midpoint(unique), maxima.astype(np.float64)
+
+
+def forecast_hourly(
+    bucket_hours: FloatArray,
+    maxima: FloatArray,
+    capacity: float,
+    params: ForecastParams | None = None,
+) -> VolumeForecast:
+    """Forecast one volume from its hourly maxima (``bucket_hours`` relative to ``at``, < 0)."""
+    params = params or ForecastParams()
+    order = np.argsort(bucket_hours)
+    hours = np.asarray(bucket_hours, dtype=np.float64)[order]
+    values = np.asarray(maxima, dtype=np.float64)[order]
+    keep = (hours > -params.lookback_hours) & (hours <= 0)
+    hours, values = hours[keep], values[keep]
+    if (
+        hours.size < 2
+        or hours[-1] - hours[0] < params.min_hours_of_data
+        or hours.size < (params.min_hours_of_data / 2)
+    ):
+        level = float(values[-1]) if values.size else math.nan
+        return _no_fill(Trend.INSUFFICIENT_DATA, level)
+
+    adjusted, steps, drop_mask, jump_threshold = _remove_steps(hours, values, capacity, params)
+    drops = int(drop_mask.sum())
+    fit_start = hours[-1] - params.fit_hours
+    if drops:
+        teeth = _teeth(hours, adjusted, drop_mask)
+        # A quarter of a typical drop above the old ceiling is a new regime, not jitter.
+        tolerance = max(jump_threshold, 0.25 * teeth.typical_drop)
+        if teeth.tail_peak <= teeth.previous_peak + tolerance:
+            # Below the ceiling where retention (or a clean-up) cut usage before.
+            level = float(teeth.tail_peak)
+            if teeth.complete.shape[1] < 3:
+                return _no_fill(Trend.RETENTION, level, None, steps, drops)
+            peaks = theil_sen(teeth.complete[0], teeth.complete[1], params.confidence)
+            if not peaks.low > 0:
+                return _no_fill(Trend.RETENTION, level, peaks, steps, drops)
+            # The ceiling itself rises: fill when the peaks' line reaches capacity.
+            level = float(teeth.complete[1][-1]) - peaks.slope * float(teeth.complete[0][-1])
+            return _fill(peaks, level, capacity, params, steps=steps, drops=drops)
+        # Climbed past its old ceiling: only the climb since the last drop tells the rate.
+        if np.count_nonzero(hours > teeth.last_drop_hour) >= params.min_hours_of_data / 2:
+            fit_start = max(fit_start, teeth.last_drop_hour - 1.0)
+
+    in_fit = hours > fit_start
+    fit_hours = hours[in_fit]
+    smooth = _without_daily_cycle(fit_hours, adjusted[in_fit])
+    estimate = theil_sen(fit_hours, smooth, params.confidence)
+    recent = fit_hours > fit_hours[-1] - params.recent_hours
+    recent_estimate = theil_sen(fit_hours[recent], smooth[recent], params.confidence)
+    if recent_estimate.low > estimate.high:
+        # Growth accelerated inside the window (a new heavy topic): the recent rate rules.
+        estimate = recent_estimate
+    level = _level(hours[in_fit], adjusted[in_fit], estimate.slope, params)
+    if estimate.high < 0:
+        return _no_fill(Trend.SHRINKING, level, estimate, steps, drops)
+    if not estimate.low > 0:
+        return _no_fill(Trend.FLAT, level, estimate, steps, drops)
+    if _growth_stopped(fit_hours, smooth, estimate, recent_estimate, params):
+        return _no_fill(Trend.PLATEAU, level, estimate, steps, drops)
+    return _fill(estimate, level, capacity, params, steps=steps, drops=drops)
+
+
+def _growth_stopped(
+    hours: FloatArray,
+    smooth: FloatArray,
+    estimate: SlopeEstimate,
+    recent: SlopeEstimate,
+    params: ForecastParams,
+) -> bool:
+    """A knee inside the fit window: the last hours grew far slower than the window did.
+
+    Only judged when the growth expected over the recent hours stands well above the noise;
+    otherwise a slow grower's noisy recent slope would too often read as a stop.
+    """
+    residuals = smooth - estimate.slope * hours
+    noise = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+    expected = estimate.slope * params.recent_hours
+    return expected > 4 * noise and recent.slope < params.knee_fraction * estimate.slope
+
+
+def _fill(
+    estimate: SlopeEstimate,
+    level: float,
+    capacity: float,
+    params: ForecastParams,
+    *,
+    steps: int,
+    drops: int,
+) -> VolumeForecast:
+    """A growing volume: hours until ``level`` reaches ``capacity`` at the estimated slope."""
+    remaining = max(capacity - level, 0.0)
+    hours_to_full = remaining / estimate.slope
+    low = remaining / estimate.high if math.isfinite(estimate.high) else 0.0
+    high = remaining / estimate.low if estimate.low > 0 else None
+    if hours_to_full > params.horizon_hours:
+        return VolumeForecast(
+            Trend.GROWING,
+            estimate.slope,
+            estimate.low,
+            estimate.high,
+            level,
+            None,
+            low if low <= params.horizon_hours else None,
+            None,
+            steps,
+            drops,
+        )
+    return VolumeForecast(
+        Trend.GROWING,
+        estimate.slope,
+        estimate.low,
+        estimate.high,
+        level,
+        hours_to_full,
+        low,
+        high,
+        steps,
+        drops,
+    )
+
+
+def _without_daily_cycle(hours: FloatArray, values: FloatArray) -> FloatArray:
+    """Subtract the daily cycle (24 h and 12 h harmonics of the detrended series).
+
+    A daily cycle is deterministic, not noise: left in, it makes the residuals look strongly
+    autocorrelated and the slope's interval uselessly wide. Four harmonic coefficients, not an
+    hour-of-day profile: a 24-value profile fitted on three days would absorb the noise too
+    and make the interval falsely narrow. Needs two days of data.
+    """
+    if hours.size < 24 or hours[-1] - hours[0] < 47:
+        return values
+    hour_of_day = np.mod(np.floor(hours), 24).astype(np.int64)
+    # The seasonal Sen slope (pairs at the same hour of day, whole days apart) is blind to
+    # the cycle, so the harmonics below are not tilted by a biased trend.
+    first, second = np.triu_indices(hours.size, k=1)
+    same_hour = hour_of_day[first] == hour_of_day[second]
+    first, second = first[same_hour], second[same_hour]
+    rough_slope = float(
+        np.median((values[second] - values[first]) / (hours[second] - hours[first]))
+    )
+    residuals = values - rough_slope * hours
+    angle = 2 * math.pi * hours / 24.0
+    design = np.column_stack(
+        [np.ones_like(hours), np.sin(angle), np.cos(angle), np.sin(2 * angle), np.cos(2 * angle)]
+    )
+    coefficients, *_ = np.linalg.lstsq(design, residuals, rcond=None)
+    cycle = design[:, 1:] @ coefficients[1:]
+    deseasonalized: FloatArray = values - cycle
+    return deseasonalized
+
+
+def _no_fill(
+    trend: Trend,
+    level: float,
+    estimate: SlopeEstimate | None = None,
+    steps: int = 0,
+    drops: int = 0,
+) -> VolumeForecast:
+    estimate = estimate or SlopeEstimate(math.nan, math.nan, math.nan)
+    return VolumeForecast(
+        trend, estimate.slope, estimate.low, estimate.high, level, None, None, None, steps, drops
+    )
+
+
+def _remove_steps(
+    hours: FloatArray, values: FloatArray, capacity: float, params: ForecastParams
+) -> tuple[FloatArray, int, npt.NDArray[np.bool_], float]:
+    """Shift the points before each up-step up by its size; flag retention drops.
+
+    Returns the adjusted series, the number of steps, a mask of points that follow a drop,
+    and the jump threshold used (a noise-level tolerance for comparing peaks).
+    """
+    jumps = np.diff(values)
+    drop_mask = np.zeros(values.size, dtype=bool)
+    if jumps.size < 3:
+        return values.copy(), 0, drop_mask, params.min_jump_fraction * capacity
+    # With two days or more, compare each hour's change with the same hour on other days:
+    # the daily cycle's own rises and falls then stop hiding steps and drops.
+    centre: FloatArray | float = float(np.median(jumps))
+    if hours[-1] - hours[0] >= 48:
+        hour_of_day = np.mod(np.floor(hours[1:]), 24).astype(np.int64)
+        profile = np.zeros(24)
+        for hour in np.unique(hour_of_day):
+            profile[hour] = np.median(jumps[hour_of_day == hour])
+        centre = profile[hour_of_day]
+    deviation = jumps - centre
+    scale = 1.4826 * float(np.median(np.abs(deviation - np.median(deviation))))
+    threshold = max(params.jump_sigmas * scale, params.min_jump_fraction * capacity)
+    up = deviation > threshold
+    down = deviation < -threshold
+    drop_mask[1:] = down
+    # A step's size is its jump minus the typical change at that hour; older points move up.
+    sizes = np.where(up, deviation, 0.0)
+    shift_after = np.cumsum(sizes[::-1])[::-1]
+    adjusted = values.copy()
+    adjusted[:-1] += shift_after
+    return adjusted, int(up.sum()), drop_mask, threshold
+
+
+@dataclass(frozen=True, slots=True)
+class _Teeth:
+    """The envelope cut at retention drops: peaks of whole teeth, and where usage is now."""
+
+    complete: FloatArray
+    """2 x k array: (hour, value) of the peak of each tooth bounded by drops on both sides."""
+    previous_peak: float
+    """Highest point before the last drop."""
+    tail_peak: float
+    """Highest point since the last drop."""
+    last_drop_hour: float
+    typical_drop: float
+    """Median size of the drops."""
+
+
+def _teeth(hours: FloatArray, values: FloatArray, drop_mask: npt.NDArray[np.bool_]) -> _Teeth:
+    boundaries = np.nonzero(drop_mask)[0]
+    peaks = []
+    for start, end in itertools.pairwise(boundaries):
+        best = int(np.argmax(values[start:end])) + int(start)
+        peaks.append((hours[best], values[best]))
+    complete = np.asarray(peaks, dtype=np.float64).T.reshape(2, len(peaks))
+    last = int(boundaries[-1])
+    drop_sizes = values[boundaries - 1] - values[boundaries]
+    return _Teeth(
+        complete,
+        float(values[:last].max()),
+        float(values[last:].max()),
+        float(hours[last]),
+        float(np.median(drop_sizes)),
+    )
+
+
+def _level(hours: FloatArray, adjusted: FloatArray, slope: float, params: ForecastParams) -> float:
+    """Usage at ``at`` on the line through the recent peaks (the high quantile of residuals)."""
+    recent = hours > hours[-1] - params.level_hours
+    residuals = adjusted[recent] - slope * hours[recent]
+    return float(np.quantile(residuals, params.level_quantile))

@@ -1,0 +1,27 @@
+"""spark-submit entry point: ``spark-submit spark_history/job.py forecast --input ... ``.
+
+The same ingest, forecast and report actions as ``volume-quota history``, with no master
+forced: spark-submit's ``--master`` and ``--conf`` (or the cluster's defaults) apply. For the
+Kafka source, pass the connector with ``--jars`` (or give its Maven coordinates with
+``--packages``): under spark-submit the classpath is fixed before Python starts, so the job
+does not fetch it itself. Example, with the jars ``volume-quota history ingest`` cached:
+
+    spark-submit --master local[2] \
+        --jars "$(ls ~/.cache/volume-quota/spark-kafka-4.0.0/*.jar | paste -sd,)" \
+        spark_history/job.py ingest --source kafka --bootstrap ... --topic ... \
+        --checkpoint ck --output history
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    # Run as a file by spark-submit: make the repository's packages importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_history.commands import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], default_master=None, prog="job.py"))

@@ -1,0 +1,51 @@
+"""The same forecast in one process with pandas: the benchmark's reference, and a parity check.
+
+Same hourly envelope (grouped max per volume and hour) and the same per-volume function
+(``forecast_frame.forecast_group``) as the Spark job, without Spark.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from spark_history.envelope_forecast import ForecastParams
+from spark_history.forecast_frame import FORECAST_COLUMNS, forecast_group
+
+
+def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: float) -> pd.DataFrame:
+    at_stamp = pd.Timestamp(at)
+    instants = rows["snapshotAt"]
+    if instants.dt.tz is None:
+        instants = instants.dt.tz_localize("UTC")  # Parquet from Spark: UTC, read as naive
+    offset_hours = (instants - at_stamp).dt.total_seconds().to_numpy() / 3600.0
+    keep = (offset_hours <= 0) & (offset_hours > -lookback_hours)
+    window = rows.loc[keep, ["brokerId", "volumeName", "capacity", "consumed", "path"]].copy()
+    window["snapshotAt"] = instants[keep]
+    window["bucket"] = np.ceil(offset_hours[keep]).astype(np.int64)
+    window = window.sort_values("snapshotAt", kind="stable")
+    grouped = window.groupby(["brokerId", "volumeName", "bucket"], sort=False, observed=True)
+    hourly = grouped.agg(
+        maxConsumed=("consumed", "max"),
+        lastConsumed=("consumed", "last"),
+        capacity=("capacity", "last"),
+        path=("path", "last"),
+        lastAt=("snapshotAt", "last"),
+    )
+    return hourly.reset_index()
+
+
+def forecast_volumes_pandas(
+    rows: pd.DataFrame, at: datetime, params: ForecastParams | None = None
+) -> pd.DataFrame:
+    params = params or ForecastParams()
+    hourly = hourly_envelope_pandas(rows, at, params.lookback_hours)
+    results = [
+        forecast_group(group, params)
+        for _, group in hourly.groupby(["brokerId", "volumeName"], sort=True, observed=True)
+    ]
+    if not results:
+        return pd.DataFrame(columns=list(FORECAST_COLUMNS))
+    return pd.concat(results, ignore_index=True)

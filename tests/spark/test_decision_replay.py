@@ -1,0 +1,93 @@
+"""The vectorised replay follows consumer.limits exactly, and its statistics are right."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from consumer.limits import judge_free_space
+from schemas.decision import QuotaState
+from spark_history.decision_replay import (
+    STATE_CODES,
+    Candidate,
+    judge_free_space_array,
+    replay_volume,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def test_vectorised_rule_equals_judge_free_space_on_every_boundary() -> None:
+    values = [0.0, 1.0, 49.5, 50.0, 50.5, 99.0, 100.0, 100.5, 150.0, 200.0]
+    cases = list(itertools.product(values, values, values))
+    free, soft, hard = (np.array(column) for column in zip(*cases, strict=True))
+    states, factors = judge_free_space_array(free, soft, hard)
+    for index, (f, s, h) in enumerate(cases):
+        state, factor = judge_free_space(f, s, h)
+        assert states[index] == STATE_CODES[state], (f, s, h)
+        assert factors[index] == pytest.approx(factor), (f, s, h)
+
+
+def test_random_values_agree_with_the_scalar_rule() -> None:
+    rng = np.random.default_rng(3)
+    free = rng.uniform(0, 1e12, 5000)
+    soft = rng.uniform(0, 1e12, 5000)
+    hard = rng.uniform(0, 1e12, 5000)
+    states, factors = judge_free_space_array(free, soft, hard)
+    for f, s, h, code, factor in zip(free, soft, hard, states, factors, strict=True):
+        state, expected = judge_free_space(f, s, h)
+        assert code == STATE_CODES[state]
+        assert factor == pytest.approx(expected)
+
+
+def test_candidate_thresholds_are_percent_of_capacity() -> None:
+    assert Candidate(20.0, 5.0).thresholds(2000) == (400.0, 100.0)
+
+
+def test_replay_of_a_steady_fill_counts_hours_flips_and_warning() -> None:
+    # Free space falls 1 byte a minute from 600 on a 1000-byte volume, for 10 hours.
+    minutes = np.arange(600, dtype=np.float64)
+    free = 600.0 - minutes
+    capacity = np.full(minutes.size, 1000, dtype=np.int64)
+    stats = replay_volume(minutes * 60.0, free, capacity, Candidate(30.0, 10.0))
+    # soft: free <= 300 from minute 300; hard: free <= 100 from minute 500.
+    assert stats.flips == 2
+    assert stats.episodes == 1
+    assert stats.hard_episodes == 1
+    assert stats.warning_hours == pytest.approx([200 / 60])
+    assert stats.throttled_hours == pytest.approx(200 / 60)
+    # Paused from minute 500 to the last snapshot (minute 599): 99 minutes.
+    assert stats.paused_hours == pytest.approx(99 / 60)
+
+
+def test_short_open_interludes_do_not_split_an_episode_but_long_ones_do() -> None:
+    hours = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 3.0, 3.1, 3.2])
+    free = np.array([500, 250, 500, 250, 50, 500, 250, 500], dtype=np.float64)
+    capacity = np.full(hours.size, 1000, dtype=np.int64)
+    stats = replay_volume(
+        hours * 3600, free, capacity, Candidate(30.0, 10.0), max_gap_hours=10.0, merge_gap_hours=1.0
+    )
+    assert stats.episodes == 2
+    assert stats.hard_episodes == 1
+    assert stats.warning_hours == pytest.approx([0.3])  # first breach 0.1 h, PAUSE at 0.4 h
+    assert stats.flips == 7
+
+
+def test_an_episode_under_way_at_the_start_gives_no_warning() -> None:
+    hours = np.array([0.0, 1.0, 2.0])
+    free = np.array([200.0, 50.0, 500.0])
+    stats = replay_volume(
+        hours * 3600,
+        free,
+        np.full(3, 1000, dtype=np.int64),
+        Candidate(30.0, 10.0),
+        max_gap_hours=2.0,
+    )
+    assert stats.hard_episodes == 1
+    assert stats.warning_hours == []
+
+
+def test_states_map_every_quota_state() -> None:
+    assert set(STATE_CODES) == set(QuotaState)

@@ -1,0 +1,125 @@
+"""Spark forecast: right on known traces, same as the pandas reference, better than baseline."""
+
+from __future__ import annotations
+
+import math
+from typing import cast
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spark_history import synthetic
+from spark_history.envelope_forecast import ForecastParams
+from spark_history.forecast import forecast_volumes
+from spark_history.pandas_forecast import forecast_volumes_pandas
+from spark_history.predict_linear import predict_linear_hours
+
+from .conftest import RowsFactory
+from .history_frames import AT, volume_frame
+
+pytestmark = pytest.mark.spark
+
+CAPACITY = 10**12
+
+
+def test_linear_and_plateau_volumes(make_rows: RowsFactory) -> None:
+    hours = np.arange(-4 * 24 * 60, 1, 5) / 60.0
+    rate = CAPACITY * 0.002  # 0.2% of capacity an hour
+    linear = 0.5 * CAPACITY + rate * hours
+    plateau = np.minimum(0.3 * CAPACITY + rate * (hours + 96), 0.45 * CAPACITY)
+    frame: pd.DataFrame = pd.concat(
+        [
+            volume_frame([1], "/dev/linear", hours, linear, CAPACITY),
+            volume_frame([1], "/dev/plateau", hours, plateau, CAPACITY),
+        ]
+    )
+    result = forecast_volumes(make_rows(frame), AT).toPandas().set_index("volumeName")
+    expected_hours = (CAPACITY - 0.5 * CAPACITY) / rate  # 250 h
+    assert result.loc["/dev/linear", "hoursToFull"] == pytest.approx(expected_hours, rel=0.01)
+    assert result.loc["/dev/linear", "trend"] == "growing"
+    assert result.loc["/dev/linear", "usedPercent"] == pytest.approx(50.0, abs=0.01)
+    assert result.loc["/dev/linear", "growthPercentPerDay"] == pytest.approx(4.8, rel=0.01)
+    assert math.isnan(cast(float, result.loc["/dev/plateau", "hoursToFull"]))
+
+
+def test_spark_and_pandas_forecasts_agree(make_rows: RowsFactory) -> None:
+    config = synthetic.HistoryConfig(history_hours=5 * 24, interval_seconds=900)
+    traces = synthetic.make_traces(21, 12, config)
+    frame = synthetic.history_frame(traces, 21, config)
+    rows = frame.assign(
+        free=frame["capacity"] - frame["consumed"],
+        softLimitType="x",
+        softLimitLevel=0.0,
+        hardLimitType="x",
+        hardLimitLevel=0.0,
+        softThresholdBytes=0.0,
+        hardThresholdBytes=0.0,
+        date=frame["snapshotAt"].dt.date,
+    )
+    spark_result = forecast_volumes(make_rows(rows), config.at).toPandas()
+    pandas_result = forecast_volumes_pandas(frame, config.at)
+    key = ["brokerId", "volumeName"]
+    left = spark_result.sort_values(key).reset_index(drop=True)
+    right = pandas_result.sort_values(key).reset_index(drop=True)
+    assert left["trend"].tolist() == right["trend"].tolist()
+    np.testing.assert_allclose(left["hoursToFull"], right["hoursToFull"], rtol=1e-9)
+
+
+def test_beats_predict_linear_on_a_mixed_set() -> None:
+    """Same synthetic traces, both methods, scored against the known fill times."""
+    config = synthetic.HistoryConfig(interval_seconds=300)
+    traces = synthetic.make_traces(5, 36, config)
+    frame = synthetic.history_frame(traces, 5, config)
+    params = ForecastParams()
+    ours = forecast_volumes_pandas(frame, config.at, params).set_index(["brokerId", "volumeName"])
+    errors: dict[str, list[float]] = {"ours": [], "baseline": []}
+    false_fills = {"ours": 0, "baseline": 0}
+    for trace in traces:
+        volume = frame[
+            (frame["brokerId"] == trace.broker_id) & (frame["volumeName"] == trace.volume_name)
+        ]
+        seconds = (volume["snapshotAt"] - pd.Timestamp(config.at)).dt.total_seconds()
+        baseline = predict_linear_hours(
+            np.asarray(seconds.to_numpy(dtype=np.float64) / 3600.0, dtype=np.float64),
+            volume["consumed"].to_numpy(dtype=float),
+            trace.shape.capacity,
+            params.horizon_hours,
+        )
+        predicted = cast(float, ours.loc[(trace.broker_id, trace.volume_name), "hoursToFull"])
+        mine = None if math.isnan(predicted) else predicted
+        truth = trace.true_fill_hours
+        for name, guess in (("ours", mine), ("baseline", baseline)):
+            if truth is not None and truth <= params.horizon_hours:
+                errors[name].append(abs(guess - truth) if guess is not None else truth)
+            elif guess is not None and trace.plateaued:
+                false_fills[name] += 1
+    assert np.median(errors["ours"]) < np.median(errors["baseline"])
+    assert false_fills["ours"] < false_fills["baseline"]
+    assert false_fills["ours"] <= 1
+
+
+def test_synthetic_linear_traces_fill_on_time_and_plateaus_never(make_rows: RowsFactory) -> None:
+    config = synthetic.HistoryConfig(interval_seconds=600, kinds=("linear", "plateau"))
+    traces = synthetic.make_traces(4, 8, config)
+    frame = synthetic.history_frame(traces, 4, config)
+    rows = frame.assign(
+        free=frame["capacity"] - frame["consumed"],
+        softLimitType="MinFreePercentage",
+        softLimitLevel=10.0,
+        hardLimitType="MinFreePercentage",
+        hardLimitLevel=5.0,
+        softThresholdBytes=0.1 * frame["capacity"],
+        hardThresholdBytes=0.05 * frame["capacity"],
+        date=frame["snapshotAt"].dt.date,
+    )
+    result = forecast_volumes(make_rows(rows), config.at).toPandas()
+    by_volume = result.set_index(["brokerId", "volumeName"])["hoursToFull"]
+    for trace in traces:
+        predicted = cast(float, by_volume.loc[(trace.broker_id, trace.volume_name)])
+        if trace.kind == "plateau":
+            assert math.isnan(predicted), trace
+        else:
+            assert trace.true_fill_hours is not None
+            tolerance = max(12.0, 0.1 * trace.true_fill_hours)
+            assert abs(predicted - trace.true_fill_hours) <= tolerance, trace
