@@ -44,14 +44,20 @@ def iso_instant(text: str) -> datetime:
     return moment
 
 
-def positive_seconds(text: str) -> float:
+def positive_number(text: str, unit: str = "") -> float:
+    """A finite number above zero; ``unit`` (e.g. 'seconds') only words the messages."""
+    suffix = f" of {unit}" if unit else ""
     try:
-        seconds = float(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
-    return seconds
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number{suffix}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number{suffix}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    return positive_number(text, "seconds")
 
 
 def non_negative_seconds(text: str) -> float:

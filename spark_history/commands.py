@@ -10,7 +10,6 @@ load inside the run functions, so ``volume-quota --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from consumer.cli_arguments import iso_instant
+from consumer.cli_arguments import iso_instant, positive_number
 from spark_history.errors import HistoryUsageError
 
 if TYPE_CHECKING:
@@ -98,14 +97,14 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--horizon-days",
-        type=_positive_float,
+        type=positive_number,
         default=60.0,
         metavar="DAYS",
         help="no fill time is given past this horizon (default: %(default)g)",
     )
     parser.add_argument(
         "--lookback-days",
-        type=_positive_float,
+        type=positive_number,
         default=7.0,
         metavar="DAYS",
         help="history used by the forecast (default: %(default)g)",
@@ -226,7 +225,7 @@ def _add_report(
     )
     parser.add_argument(
         "--min-warning-hours",
-        type=_positive_float,
+        type=positive_number,
         default=6.0,
         metavar="HOURS",
         help="warning wanted between the soft and the hard limit (default: %(default)g)",
@@ -421,16 +420,6 @@ def _key_value(text: str) -> tuple[str, str]:
     if not separator or not key.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
     return key.strip(), value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
 
 
 def _percent_list(text: str) -> list[float]:
