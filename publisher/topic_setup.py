@@ -203,6 +203,10 @@ class TopicGuard:
         while not self._stop.is_set():
             attempts += 1
             result = check_topic(admin, self._requirements, self._create, self._timeout)
+            if self._stop.is_set():
+                # The daemon is shutting down (a check can outlast stop()'s join): say nothing
+                # after its "publisher stopped" line.
+                return
             if result.outcome is TopicOutcome.READY:
                 for warning in result.warnings:
                     log.warning("topic configuration", detail=warning)

@@ -220,13 +220,18 @@ def test_5_a_silent_publisher_fails_safe_unless_on_missing_is_open(
             all_decisions(cluster.decision_files[:2], QuotaState.PAUSE),
             STALE_AFTER_S + 15,
         )
-        waited = time.monotonic() - stopped_at
-        # Staleness counts from the last snapshot, published up to one heartbeat (2 s) before.
-        assert waited >= STALE_AFTER_S - 2 - 0.5, "not before the snapshot is stale"
         decision = read_decision(cluster.decision_files[0])
         assert decision is not None
         assert decision.caused_by_missing_data
         assert decision.unknown_brokers == [2]
+        stale = [reason for reason in decision.reasons if reason.kind is ReasonKind.STALE]
+        assert stale, decision.reasons
+        assert stale[0].snapshot_at is not None
+        # Not before the snapshot was stale: staleness counts from its snapshotAt, which is up
+        # to a heartbeat plus a sample interval (3 s) older than the sidecar's stop.
+        age_at_decision = (decision.decided_at - stale[0].snapshot_at).total_seconds()
+        assert age_at_decision > STALE_AFTER_S
+        assert time.monotonic() - stopped_at >= STALE_AFTER_S - 3 - 0.5
         TIMINGS["fail_safe_seconds"] = time.monotonic() - stopped_at
 
         def relaxed_sees_broker_2_unknown() -> bool:
