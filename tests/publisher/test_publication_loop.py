@@ -370,6 +370,8 @@ def test_certificate_rotation_rebuilds_the_producer_once_both_files_changed(tmp_
     authority = TestCertificateAuthority()
     paths = authority.write_identity(tmp_path, "publisher", timedelta(days=10))
     harness = make_harness(TlsFileWatch(TlsFiles(paths.ca, paths.cert, paths.key)))
+    # The certificates are dated from the real time, so the clock must read it too.
+    harness.clock.start = datetime.now(UTC)
     harness.step()
     remaining = harness.sample("volume_quota_client_certificate_remaining_seconds")
     assert 9 * 86400 < remaining < 10 * 86400
