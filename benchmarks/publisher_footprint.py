@@ -42,8 +42,8 @@ SECTION = "## Publisher footprint"
 WARM_UP_SECONDS = 10.0
 
 DAEMON_IMPORTS = (
-    "import publisher.publish_command, publisher.daemon, confluent_kafka, prometheus_client, "
-    "structlog, psutil, cryptography.x509, pydantic_settings"
+    "import volume_quota.commands.publish, volume_quota.daemons.publisher, confluent_kafka, "
+    "prometheus_client, structlog, psutil, cryptography.x509, pydantic_settings"
 )
 
 
@@ -113,7 +113,7 @@ def measure_daemon(seconds: float, work: Path) -> tuple[Footprint, float, float]
         local_cluster.grant_volume_quota_acls(cluster)
         files = cluster.identity_files("publisher")
         command = [
-            sys.executable, "-m", "publisher", "publish",
+            sys.executable, "-m", "volume_quota", "publish",
             "--broker-id", "0",
             "--log-dirs", str(log_dir),
             "--bootstrap-servers", cluster.bootstrap_servers,

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from publisher.logging_setup import LIBRDKAFKA_LOGGER, stdlib_logger
+from volume_quota.logging_setup import LIBRDKAFKA_LOGGER, stdlib_logger
 
 DeliveryCallback = Callable[[str | None], None]
 """Called with None when the message was delivered, else a description of the failure."""

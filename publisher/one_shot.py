@@ -6,16 +6,16 @@ import threading
 import time
 from typing import BinaryIO
 
-from consumer.cli_arguments import UsageError
-from publisher.clock import Clock, SystemClock
-from publisher.daemon import discover_configured_volumes
-from publisher.kafka_client_config import admin_config, producer_config
+from consumer.clock import Clock, SystemClock
 from publisher.kafka_sink import KafkaSnapshotSink, SendError, SnapshotSink
-from publisher.settings import PublisherSettings
 from publisher.snapshot_building import build_snapshot
 from publisher.topic_setup import TopicOutcome, check_topic, new_admin_client
 from publisher.volume_measurement import measure_volumes
 from schemas.snapshot import VolumeSnapshot, snapshot_key
+from volume_quota.daemons.publisher import discover_configured_volumes
+from volume_quota.errors import UsageError
+from volume_quota.kafka_client_config import admin_config, producer_config
+from volume_quota.settings import PublisherSettings
 
 
 class PublicationFailedError(RuntimeError):

@@ -19,17 +19,10 @@ from datetime import datetime
 
 from confluent_kafka import KafkaError
 
-from publisher.certificate_files import TlsFileWatch, check_tls_files
-from publisher.certificate_inspection import (
-    CertificateError,
-    CertificateSummary,
-    seconds_until_expiry,
-)
-from publisher.clock import Clock
+from consumer.clock import Clock
 from publisher.delivery_pacing import DeliveryState, retry_delay
 from publisher.health import HealthInputs
 from publisher.kafka_sink import ClientErrorCallback, SendError, SnapshotSink
-from publisher.logging_setup import get_logger
 from publisher.publication_policy import (
     Publication,
     PublicationPolicy,
@@ -41,6 +34,13 @@ from publisher.repeat_suppression import RepeatSuppressor
 from publisher.snapshot_building import build_snapshot
 from publisher.volumes import Volume, VolumeMeasurement
 from schemas.snapshot import Limit, VolumeSnapshot, snapshot_key
+from volume_quota.certificate_files import TlsFileWatch, check_tls_files
+from volume_quota.certificate_inspection import (
+    CertificateError,
+    CertificateSummary,
+    seconds_until_expiry,
+)
+from volume_quota.logging_setup import get_logger
 
 log = get_logger("volume_quota.publisher")
 

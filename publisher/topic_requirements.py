@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from publisher.durations import seconds_to_milliseconds
+from volume_quota.durations import seconds_to_milliseconds
 
 DEFAULT_TOPIC = "__volume_quota_snapshots"
 DEFAULT_MIN_COMPACTION_LAG_SECONDS = 24 * 3600.0

@@ -23,12 +23,12 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 )
 
 from publisher.delivery_pacing import retry_delay
-from publisher.logging_setup import LIBRDKAFKA_LOGGER, get_logger, stdlib_logger
 from publisher.topic_requirements import (
     TopicRequirements,
     topic_config_problem,
     topic_config_warnings,
 )
+from volume_quota.logging_setup import LIBRDKAFKA_LOGGER, get_logger, stdlib_logger
 
 log = get_logger("volume_quota.topic_setup")
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import psutil
 
-from publisher.limit_parsing import VolumeLimitOverride
 from publisher.mount_points import Mount, containing_mount, has_own_device
 from publisher.volumes import Volume
+from volume_quota.limit_parsing import VolumeLimitOverride
 
 
 class VolumeDiscoveryError(ValueError):

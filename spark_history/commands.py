@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from consumer.cli_arguments import iso_instant, positive_number
 from spark_history.errors import HistoryUsageError
+from volume_quota.arguments import iso_instant, positive_number
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -446,7 +446,7 @@ def main(
     prog: str = "volume-quota history",
 ) -> int:
     """Run the history actions standalone (``python -m spark_history.commands``, ``job.py``)."""
-    from consumer.cli_arguments import UsageError
+    from volume_quota.errors import UsageError
 
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     actions = parser.add_subparsers(title="history commands", metavar="ACTION", required=True)

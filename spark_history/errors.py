@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consumer.cli_arguments import UsageError
+from volume_quota.errors import UsageError
 
 
 class HistoryUsageError(UsageError):

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]' -e deploy/local
 
 echo "== static checks"
 python3 -m ruff check .

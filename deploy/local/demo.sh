@@ -5,6 +5,6 @@
 # Extra arguments go to `volume-quota demo` (see `volume-quota demo --help`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-python3 -m pip install --quiet --disable-pip-version-check -e .
+python3 -m pip install --quiet --disable-pip-version-check -e . -e deploy/local
 (cd deploy/broker-plugin && mvn -q -B -DskipTests package)
 exec volume-quota demo --brokers 3 "$@"

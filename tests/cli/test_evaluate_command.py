@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from publisher.cli import main
 from tests.snapshot_factory import snapshot_line, volume
+from volume_quota.cli import main
 
 AT = "2026-11-22T12:00:30Z"
 
@@ -127,7 +127,7 @@ def test_directory_instead_of_file_is_a_clear_error(
 
 def test_installed_command_reads_standard_input_and_explains_itself(snapshots_file: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "publisher", "evaluate", "-", "--at", AT],
+        [sys.executable, "-m", "volume_quota", "evaluate", "-", "--at", AT],
         input=snapshots_file.read_bytes(),
         capture_output=True,
         check=False,
@@ -136,7 +136,7 @@ def test_installed_command_reads_standard_input_and_explains_itself(snapshots_fi
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["state"] == "THROTTLE"
     help_text = subprocess.run(
-        [sys.executable, "-m", "publisher", "evaluate", "--help"],
+        [sys.executable, "-m", "volume_quota", "evaluate", "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -83,7 +83,7 @@ class Sidecar:
         self.stop()
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "publisher", self.command],
+                [sys.executable, "-m", "volume_quota", self.command],
                 env=self.environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,

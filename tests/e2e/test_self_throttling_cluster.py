@@ -284,7 +284,7 @@ def test_status_shows_every_broker_volume_and_the_decision(
     cluster: SelfThrottlingCluster,
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "publisher", "status", "--json", "--timeout", "30"],
+        [sys.executable, "-m", "volume_quota", "status", "--json", "--timeout", "30"],
         env=cluster.sidecars[0].environment,
         capture_output=True,
         text=True,

@@ -19,9 +19,9 @@ from typing import IO, Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from publisher.daemon import PublisherDaemon
-from publisher.logging_setup import configure_logging
-from publisher.settings import load_settings
+from volume_quota.daemons.publisher import PublisherDaemon
+from volume_quota.logging_setup import configure_logging
+from volume_quota.settings import load_settings
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -94,12 +94,12 @@ class LogReader:
 
 
 class DaemonProcess:
-    """``python -m publisher publish ...`` as a subprocess; killed on exit if still running."""
+    """``python -m volume_quota publish ...`` as a subprocess; killed on exit if still running."""
 
     def __init__(self, settings: Mapping[str, object], extra_arguments: Sequence[str] = ()) -> None:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("VOLUME_QUOTA_")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "publisher", "publish", *flags(settings), *extra_arguments],
+            [sys.executable, "-m", "volume_quota", "publish", *flags(settings), *extra_arguments],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=environment,

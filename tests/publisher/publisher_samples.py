@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from publisher.limit_parsing import parse_limit
 from publisher.snapshot_building import build_snapshot
 from publisher.volumes import Volume, VolumeMeasurement
 from schemas.snapshot import Limit, VolumeSnapshot
+from volume_quota.limit_parsing import parse_limit
 
 GIB = 1024**3
 SOFT = parse_limit("MinFreePercentage:20")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.byte_sizes import format_byte_size, parse_byte_size
+from volume_quota.byte_sizes import format_byte_size, parse_byte_size
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from publisher.certificate_files import TlsFiles, TlsFileWatch, check_tls_files, fingerprint
-from publisher.certificate_inspection import (
+from tests.publisher.tls_material import TestCertificateAuthority, encrypted_key_pem
+from volume_quota.certificate_files import TlsFiles, TlsFileWatch, check_tls_files, fingerprint
+from volume_quota.certificate_inspection import (
     CertificateError,
     check_key_matches_certificate,
     count_certificates,
     seconds_until_expiry,
     summarize_certificate,
 )
-from tests.publisher.tls_material import TestCertificateAuthority, encrypted_key_pem
 
 
 def test_summary_and_expiry() -> None:

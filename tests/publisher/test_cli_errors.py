@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from publisher.cli import main
 from tests.publisher.tls_material import TestCertificateAuthority
+from volume_quota.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -156,7 +156,7 @@ def test_no_traceback_from_the_installed_entry_point(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "publisher",
+            "volume_quota",
             "publish",
             "--once",
             "--print",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from publisher.cli import main
-from publisher.settings import load_settings
 from schemas.decision import OnMissing
 from tests.publisher.tls_material import TestCertificateAuthority
+from volume_quota.cli import main
+from volume_quota.settings import load_settings
 
 
 @pytest.fixture(autouse=True)

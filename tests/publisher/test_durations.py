@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.durations import parse_duration, seconds_to_milliseconds
+from volume_quota.durations import parse_duration, seconds_to_milliseconds
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from publisher.health import HealthVerdict
-from publisher.http_endpoints import EndpointServer
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.volumes import Volume, VolumeMeasurement
+from volume_quota.http_endpoints import EndpointServer
 
 
 class Switch:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from publisher.java_properties import parse_java_properties
-from publisher.server_properties import (
+from volume_quota.java_properties import parse_java_properties
+from volume_quota.server_properties import (
     ServerPropertiesError,
     log_dirs_from_properties,
     node_id_from_properties,

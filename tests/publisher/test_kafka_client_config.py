@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from publisher.kafka_client_config import KafkaConnection, admin_config, producer_config
+from volume_quota.kafka_client_config import KafkaConnection, admin_config, producer_config
 
 CONNECTION = KafkaConnection(
     bootstrap_servers="k0:9091,k1:9091",

@@ -4,17 +4,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.limit_parsing import (
-    format_limit,
-    parse_limit,
-    parse_volume_limit_override,
-    volume_limit_overrides_from_config,
-)
 from schemas.snapshot import (
     ConsumedSpaceLimit,
     LimitType,
     MinFreeBytesLimit,
     MinFreePercentageLimit,
+)
+from volume_quota.limit_parsing import (
+    format_limit,
+    parse_limit,
+    parse_volume_limit_override,
+    volume_limit_overrides_from_config,
 )
 
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from publisher.logging_setup import configure_logging, get_logger
+from volume_quota.logging_setup import configure_logging, get_logger
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
-from publisher.certificate_files import TlsFiles, TlsFileWatch
 from publisher.kafka_sink import ClientErrorCallback, DeliveryCallback, SendError
 from publisher.publication_loop import LoopSettings, PublicationLoop
 from publisher.publication_policy import PublicationPolicy
@@ -22,6 +21,7 @@ from publisher.volumes import Volume, VolumeMeasurement
 from schemas import VolumeSnapshot, decode_snapshot
 from tests.publisher.publisher_samples import GIB, HARD, SOFT
 from tests.publisher.tls_material import TestCertificateAuthority
+from volume_quota.certificate_files import TlsFiles, TlsFileWatch
 
 CAPACITY = 100 * GIB
 

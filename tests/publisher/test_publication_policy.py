@@ -5,7 +5,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from consumer.limits import judge_volume
-from publisher.limit_parsing import parse_limit
 from publisher.publication_policy import (
     Publication,
     PublicationPolicy,
@@ -14,6 +13,7 @@ from publisher.publication_policy import (
     free_space_moved,
 )
 from tests.publisher.publisher_samples import GIB, HARD, SOFT, snapshot
+from volume_quota.limit_parsing import parse_limit
 
 POLICY = PublicationPolicy(heartbeat_interval_seconds=10.0, change_threshold_percent=1.0)
 CAPACITY = 100 * GIB

@@ -7,8 +7,8 @@ import logging
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.logging_setup import LIBRDKAFKA_LOGGER, RepeatFilter, configure_logging
 from publisher.repeat_suppression import RepeatSuppressor
+from volume_quota.logging_setup import LIBRDKAFKA_LOGGER, RepeatFilter, configure_logging
 
 
 def test_first_report_logs_then_repeats_are_counted() -> None:

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from consumer.cli_arguments import UsageError
-from publisher.limit_parsing import parse_limit
-from publisher.settings import PublisherSettings, load_settings
 from tests.publisher.tls_material import TestCertificateAuthority
+from volume_quota.errors import UsageError
+from volume_quota.limit_parsing import parse_limit
+from volume_quota.settings import PublisherSettings, load_settings
 
 
 @pytest.fixture(autouse=True)

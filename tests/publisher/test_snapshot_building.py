@@ -3,12 +3,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.limit_parsing import parse_limit
 from publisher.snapshot_building import build_snapshot
 from publisher.volumes import VolumeMeasurement
 from schemas import decode_snapshot
 from schemas.snapshot import VolumeSnapshot, snapshot_key
 from tests.publisher.publisher_samples import AT, GIB, HARD, SOFT, measurement, volume
+from volume_quota.limit_parsing import parse_limit
 
 
 def test_builds_a_valid_snapshot_sorted_by_volume() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from publisher.limit_parsing import parse_limit, parse_volume_limit_override
 from publisher.mount_points import Mount
 from publisher.volume_discovery import VolumeDiscoveryError, discover_volumes, read_mount_table
+from volume_quota.limit_parsing import parse_limit, parse_volume_limit_override
 
 
 def test_log_dirs_on_one_filesystem_are_one_volume(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.real_broker
 
 def test_demo_starts_a_cluster_runs_the_sidecar_and_shows_the_decision() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "publisher", "demo", "--duration", "10", "--every", "5"],
+        [sys.executable, "-m", "volume_quota", "demo", "--duration", "10", "--every", "5"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -26,7 +26,7 @@ def test_demo_starts_a_cluster_runs_the_sidecar_and_shows_the_decision() -> None
 
 def test_demo_refuses_a_silly_broker_count() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "publisher", "demo", "--brokers", "0"],
+        [sys.executable, "-m", "volume_quota", "demo", "--brokers", "0"],
         capture_output=True,
         text=True,
         timeout=60,

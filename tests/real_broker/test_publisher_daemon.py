@@ -102,7 +102,7 @@ def snapshots_of(
 def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("VOLUME_QUOTA_")}
     return subprocess.run(
-        [sys.executable, "-m", "publisher", *arguments],
+        [sys.executable, "-m", "volume_quota", *arguments],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from publisher.clock import SystemClock
+from consumer.clock import SystemClock
 from publisher.kafka_sink import ClientErrorCallback, DeliveryCallback
-from publisher.limit_parsing import parse_limit, parse_volume_limit_override
 from publisher.one_shot import measure_snapshot
 from publisher.publication_loop import LoopSettings, PublicationLoop
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
-from publisher.settings import load_settings
 from publisher.volume_discovery import discover_volumes
 from publisher.volume_measurement import measure_volumes
 from schemas import VolumeSnapshot, decode_snapshot, snapshot_key
 from tests.real_fs.real_mounts import Mounts, fill, is_mount_point, statvfs_sizes
+from volume_quota.limit_parsing import parse_limit, parse_volume_limit_override
+from volume_quota.settings import load_settings
 
 pytestmark = [pytest.mark.real_fs, pytest.mark.timeout(120)]
 
@@ -158,7 +158,7 @@ def test_once_print_end_to_end(tmp_path: Path, mounts: Mounts) -> None:
         [
             sys.executable,
             "-m",
-            "publisher",
+            "volume_quota",
             "publish",
             "--once",
             "--print",

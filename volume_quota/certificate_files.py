@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.certificate_inspection import (
+from volume_quota.certificate_inspection import (
     CertificateSummary,
     check_key_matches_certificate,
     count_certificates,

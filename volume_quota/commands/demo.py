@@ -5,6 +5,8 @@ callback into them when its jar is built, runs one sidecar (publisher + consumer
 this process, and prints the brokers x volumes table and the cluster decision as it changes.
 """
 
+# ruff: noqa: PLC0415 - local_cluster (a checkout's test cluster) is imported only when run
+
 from __future__ import annotations
 
 import argparse
@@ -12,17 +14,21 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from consumer.cli_arguments import UsageError, positive_seconds
 from consumer.status_report import cluster_status, render_status_table
-from local_cluster import LocalClusterError, LocalKafkaCluster, grant_sidecar_acls
-from publisher.daemon import PublisherDaemon, stop_on_signals
-from publisher.decide_daemon import DecideDaemon, utc_now
-from publisher.logging_setup import configure_logging
-from publisher.settings import PublisherSettings, load_settings
+from volume_quota.arguments import positive_seconds
+from volume_quota.daemons.decider import DecideDaemon, utc_now
+from volume_quota.daemons.publisher import PublisherDaemon, stop_on_signals
+from volume_quota.errors import UsageError
+from volume_quota.logging_setup import configure_logging
+from volume_quota.settings import PublisherSettings, load_settings
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN_JAR = REPOSITORY / "deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
+
+if TYPE_CHECKING:
+    from local_cluster import LocalKafkaCluster
 
 DESCRIPTION = """\
 Try volume-quota with no Kafka of your own: start a local Kafka cluster (real brokers from
@@ -59,6 +65,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run(arguments: argparse.Namespace) -> int:
     if not 1 <= arguments.brokers <= 5:
         raise UsageError("--brokers must be between 1 and 5")
+    try:
+        from local_cluster import LocalClusterError, LocalKafkaCluster, grant_sidecar_acls
+    except ImportError:
+        raise UsageError(
+            "the demo needs the local Kafka cluster of a volume-quota checkout: "
+            "pip install -e deploy/local (README.md's first command does it)"
+        ) from None
     configure_logging("warning")
     with tempfile.TemporaryDirectory(prefix="volume-quota-demo-") as scratch:
         base = (arguments.dir or Path(scratch)).resolve()

@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from publisher.byte_sizes import format_byte_size, parse_byte_size
 from schemas.snapshot import (
     ConsumedSpaceLimit,
     Limit,
@@ -23,6 +22,7 @@ from schemas.snapshot import (
     MinFreeBytesLimit,
     MinFreePercentageLimit,
 )
+from volume_quota.byte_sizes import format_byte_size, parse_byte_size
 
 LIMIT_EXAMPLES = "MinFreePercentage:15, MinFreeBytes:5GiB or ConsumedSpace:900GiB"
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 import threading
 
-from consumer.cli_arguments import UsageError
-from publisher.daemon import PublisherDaemon, stop_on_signals
-from publisher.logging_setup import configure_logging, get_logger
 from publisher.one_shot import PublicationFailedError, print_snapshot, publish_snapshot_once
-from publisher.settings import load_settings
-from publisher.settings_arguments import (
+from volume_quota.daemons.publisher import PublisherDaemon, stop_on_signals
+from volume_quota.errors import UsageError
+from volume_quota.logging_setup import configure_logging, get_logger
+from volume_quota.settings import load_settings
+from volume_quota.settings_arguments import (
     BOOLEAN_SETTINGS,
     CONNECTION_SETTINGS,
     PUBLISH_SETTINGS,

@@ -32,26 +32,6 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from consumer.cli_arguments import UsageError
-from publisher.certificate_files import TlsFiles, check_tls_files
-from publisher.certificate_inspection import (
-    CertificateError,
-    count_certificates,
-    summarize_certificate,
-)
-from publisher.durations import parse_duration
-from publisher.java_properties import parse_java_properties
-from publisher.kafka_client_config import KafkaConnection
-from publisher.limit_parsing import (
-    VolumeLimitOverride,
-    limit_from_config,
-    volume_limit_overrides_from_config,
-)
-from publisher.server_properties import (
-    ServerPropertiesError,
-    log_dirs_from_properties,
-    node_id_from_properties,
-)
 from publisher.topic_requirements import (
     DEFAULT_MIN_COMPACTION_LAG_SECONDS,
     DEFAULT_SEGMENT_SECONDS,
@@ -60,6 +40,26 @@ from publisher.topic_requirements import (
 )
 from schemas.decision import OnMissing
 from schemas.snapshot import MAX_BROKER_ID, Limit, LimitType, MinFreePercentageLimit
+from volume_quota.certificate_files import TlsFiles, check_tls_files
+from volume_quota.certificate_inspection import (
+    CertificateError,
+    count_certificates,
+    summarize_certificate,
+)
+from volume_quota.durations import parse_duration
+from volume_quota.errors import UsageError
+from volume_quota.java_properties import parse_java_properties
+from volume_quota.kafka_client_config import KafkaConnection
+from volume_quota.limit_parsing import (
+    VolumeLimitOverride,
+    limit_from_config,
+    volume_limit_overrides_from_config,
+)
+from volume_quota.server_properties import (
+    ServerPropertiesError,
+    log_dirs_from_properties,
+    node_id_from_properties,
+)
 
 ENV_PREFIX = "VOLUME_QUOTA_"
 CONFIG_FILE_ENV = "VOLUME_QUOTA_CONFIG"

@@ -1,6 +1,6 @@
 """Command-line flags for the publisher's settings, and turning given flags into overrides.
 
-Flags are read as text and validated with the other sources by ``publisher.settings``, so a bad
+Flags are read as text and validated with the other sources by ``volume_quota.settings``, so a bad
 flag value gets the same one-line error as a bad environment variable or config file entry.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from publisher.settings import CONFIG_FILE_ENV, ENV_PREFIX, flag_for
+from volume_quota.settings import CONFIG_FILE_ENV, ENV_PREFIX, flag_for
 
 CONNECTION_SETTINGS = (
     "broker_id",

@@ -9,17 +9,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from consumer import evaluate_command
-from consumer.cli_arguments import UsageError
-from publisher import (
-    decide_command,
-    demo_command,
-    publish_command,
-    retire_command,
-    sidecar_command,
-    status_command,
-)
-from spark_history import commands as history_commands
+from volume_quota.commands import decide, demo, evaluate, history, publish, retire, sidecar, status
+from volume_quota.errors import UsageError
 
 DESCRIPTION = """\
 volume-quota keeps every Kafka broker from running out of disk by letting every broker see every
@@ -36,14 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subcommands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    evaluate_command.register(subcommands)
-    publish_command.register(subcommands)
-    decide_command.register(subcommands)
-    sidecar_command.register(subcommands)
-    status_command.register(subcommands)
-    retire_command.register(subcommands)
-    history_commands.register(subcommands)
-    demo_command.register(subcommands)
+    for command in (evaluate, publish, decide, sidecar, status, retire, history, demo):
+        command.register(subcommands)
     return parser
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from publisher.logging_setup import configure_logging, get_logger
 from publisher.one_shot import PublicationFailedError, retire_broker
-from publisher.settings import load_settings
-from publisher.settings_arguments import (
+from volume_quota.logging_setup import configure_logging, get_logger
+from volume_quota.settings import load_settings
+from volume_quota.settings_arguments import (
     CONNECTION_SETTINGS,
     add_config_flag,
     add_setting_flags,

@@ -8,14 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from consumer.cli_arguments import (
-    UsageError,
-    broker_id_list,
-    iso_instant,
-    non_negative_seconds,
-    on_missing_action,
-    positive_seconds,
-)
 from consumer.cluster_state import ClusterState
 from consumer.policy import (
     DEFAULT_MAX_CLOCK_SKEW_SECONDS,
@@ -25,6 +17,14 @@ from consumer.policy import (
 )
 from consumer.stream_replay import replay_snapshot_lines
 from schemas.decision import OnMissing
+from volume_quota.arguments import (
+    broker_id_list,
+    iso_instant,
+    non_negative_seconds,
+    on_missing_action,
+    positive_seconds,
+)
+from volume_quota.errors import UsageError
 
 DESCRIPTION = """\
 Replay snapshot messages and print the cluster decision as one JSON object: state

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import threading
 
-from publisher.daemon import stop_on_signals
-from publisher.decide_daemon import DecideDaemon
-from publisher.logging_setup import configure_logging
-from publisher.settings import load_settings
-from publisher.settings_arguments import (
+from volume_quota.daemons.decider import DecideDaemon
+from volume_quota.daemons.publisher import stop_on_signals
+from volume_quota.logging_setup import configure_logging
+from volume_quota.settings import load_settings
+from volume_quota.settings_arguments import (
     CONNECTION_SETTINGS,
     DECIDE_SETTINGS,
     SERVER_SETTINGS,

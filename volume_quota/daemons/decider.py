@@ -25,14 +25,14 @@ from consumer.decision_service import DecisionService, LoopTiming
 from consumer.live_brokers import describe_live_brokers
 from consumer.policy import DecisionPolicy
 from consumer.snapshot_topic_reader import SnapshotTopicReader
-from publisher.certificate_files import TlsFileWatch
-from publisher.daemon import serve_endpoints
 from publisher.health import HealthVerdict
-from publisher.http_endpoints import EndpointServer
-from publisher.kafka_client_config import consumer_config
-from publisher.logging_setup import get_logger, stdlib_logger
-from publisher.settings import PublisherSettings
 from schemas.decision import QuotaDecision
+from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.daemons.publisher import serve_endpoints
+from volume_quota.http_endpoints import EndpointServer
+from volume_quota.kafka_client_config import consumer_config
+from volume_quota.logging_setup import get_logger, stdlib_logger
+from volume_quota.settings import PublisherSettings
 
 log = get_logger("volume_quota.consumer")
 

@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
-from consumer.cli_arguments import UsageError
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
 from consumer.status_report import cluster_status, render_status_table, status_as_json
-from publisher.decide_daemon import KafkaClients, decision_policy
-from publisher.logging_setup import configure_logging
-from publisher.settings import load_settings
-from publisher.settings_arguments import (
+from volume_quota.daemons.decider import KafkaClients, decision_policy
+from volume_quota.errors import UsageError
+from volume_quota.logging_setup import configure_logging
+from volume_quota.settings import load_settings
+from volume_quota.settings_arguments import (
     CONNECTION_SETTINGS,
     add_config_flag,
     add_setting_flags,

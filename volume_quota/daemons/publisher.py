@@ -18,25 +18,25 @@ from types import FrameType
 
 from prometheus_client import CollectorRegistry
 
-from consumer.cli_arguments import UsageError
-from publisher.certificate_files import TlsFileWatch
-from publisher.certificate_inspection import CertificateError
-from publisher.clock import Clock, SystemClock
+from consumer.clock import Clock, SystemClock
 from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
-from publisher.http_endpoints import EndpointServer, HealthCheck
-from publisher.kafka_client_config import admin_config, producer_config
 from publisher.kafka_sink import KafkaSnapshotSink
-from publisher.limit_parsing import format_limit
-from publisher.logging_setup import get_logger
 from publisher.publication_loop import LoopSettings, PublicationLoop, SinkFactory
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
-from publisher.settings import PublisherSettings, describe_setting
 from publisher.topic_requirements import TopicRequirements
 from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.volume_discovery import VolumeDiscoveryError, discover_volumes
 from publisher.volume_measurement import measure_volumes
 from publisher.volumes import Volume
+from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.certificate_inspection import CertificateError
+from volume_quota.errors import UsageError
+from volume_quota.http_endpoints import EndpointServer, HealthCheck
+from volume_quota.kafka_client_config import admin_config, producer_config
+from volume_quota.limit_parsing import format_limit
+from volume_quota.logging_setup import get_logger
+from volume_quota.settings import PublisherSettings, describe_setting
 
 log = get_logger("volume_quota.publisher")
 

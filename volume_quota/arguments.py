@@ -10,10 +10,6 @@ from schemas.decision import OnMissing
 from schemas.snapshot import MAX_BROKER_ID
 
 
-class UsageError(Exception):
-    """A mistake by the user (bad option, unreadable file): one clear line, exit status 2."""
-
-
 def broker_id_list(text: str) -> frozenset[int]:
     """'0,1,2' -> {0, 1, 2}; an empty string means no live broker."""
     ids: set[int] = set()

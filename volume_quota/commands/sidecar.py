@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import threading
 
-from publisher.daemon import PublisherDaemon, serve_endpoints, stop_on_signals
-from publisher.decide_command import DECIDE_FLAGS
-from publisher.decide_daemon import DecideDaemon
 from publisher.health import HealthVerdict
-from publisher.logging_setup import configure_logging, get_logger
-from publisher.settings import load_settings
-from publisher.settings_arguments import (
+from volume_quota.commands.decide import DECIDE_FLAGS
+from volume_quota.daemons.decider import DecideDaemon
+from volume_quota.daemons.publisher import PublisherDaemon, serve_endpoints, stop_on_signals
+from volume_quota.logging_setup import configure_logging, get_logger
+from volume_quota.settings import load_settings
+from volume_quota.settings_arguments import (
     BOOLEAN_SETTINGS,
     CONNECTION_SETTINGS,
     PUBLISH_SETTINGS,

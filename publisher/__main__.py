@@ -1,5 +1,0 @@
-import sys
-
-from publisher.cli import main
-
-sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from volume_quota.cli import main
+
+sys.exit(main())
