@@ -14,12 +14,27 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from volume_quota.logging_setup import LIBRDKAFKA_LOGGER, stdlib_logger
+from publisher.publication_core import ClientIssue
 
 DeliveryCallback = Callable[[str | None], None]
 """Called with None when the message was delivered, else a description of the failure."""
 
-ClientErrorCallback = Callable[[KafkaError], None]
+ClientIssueCallback = Callable[[ClientIssue], None]
+
+DISCONNECTING_ERRORS = frozenset(
+    {KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION, KafkaError._SSL}
+)
+"""Client errors after which Kafka counts as unreachable until a delivery succeeds."""
+
+
+def client_issue(error: KafkaError) -> ClientIssue:
+    """librdkafka's error, in the terms the publication core decides on."""
+    return ClientIssue(
+        name=error.name(),
+        detail=error.str(),
+        disconnecting=error.code() in DISCONNECTING_ERRORS,
+        fatal=error.fatal(),
+    )
 
 
 class SendError(RuntimeError):
@@ -46,29 +61,23 @@ class KafkaSnapshotSink:
         self,
         config: dict[str, Any],
         topic: str,
-        on_client_error: ClientErrorCallback | None = None,
+        on_client_issue: ClientIssueCallback | None = None,
     ) -> None:
         self._config = dict(config)
         self._topic = topic
-        self._on_client_error = on_client_error
+        self._on_client_issue = on_client_issue
         self._fatal = False
         self._producer = self._new_producer()
 
     def _new_producer(self) -> Producer:
         self._fatal = False
-        return Producer(
-            {
-                **self._config,
-                "error_cb": self._client_error,
-                "logger": stdlib_logger(LIBRDKAFKA_LOGGER),
-            }
-        )
+        return Producer({**self._config, "error_cb": self._client_error})
 
     def _client_error(self, error: KafkaError) -> None:
         if error.fatal():
             self._fatal = True
-        if self._on_client_error is not None:
-            self._on_client_error(error)
+        if self._on_client_issue is not None:
+            self._on_client_issue(client_issue(error))
 
     @property
     def needs_rebuild(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import structlog
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, not in __all__
     AdminClient,
@@ -28,9 +29,8 @@ from publisher.topic_requirements import (
     topic_config_problem,
     topic_config_warnings,
 )
-from volume_quota.logging_setup import LIBRDKAFKA_LOGGER, get_logger, stdlib_logger
 
-log = get_logger("volume_quota.topic_setup")
+log = structlog.get_logger(logger_name="volume_quota.topic_setup")
 
 _PERMISSION_CODES = frozenset(
     {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
@@ -38,13 +38,9 @@ _PERMISSION_CODES = frozenset(
 
 
 def new_admin_client(config: dict[str, Any]) -> AdminClient:
-    """An AdminClient that logs through ``logging`` (JSON lines) and leaves connection errors
-    to the caller, which reports them as "cannot reach Kafka"."""
-    settings: dict[str, Any] = {
-        **config,
-        "logger": stdlib_logger(LIBRDKAFKA_LOGGER),
-        "error_cb": _ignore_client_error,
-    }
+    """An AdminClient that leaves connection errors to the caller, which reports them as
+    "cannot reach Kafka"."""
+    settings: dict[str, Any] = {**config, "error_cb": _ignore_client_error}
     return AdminClient(settings)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from volume_quota.certificate_inspection import (
+    CertificateError,
     CertificateSummary,
     check_key_matches_certificate,
     count_certificates,
@@ -71,3 +73,48 @@ class TlsFileWatch:
 
     def accept(self, new_fingerprint: tuple[str, ...]) -> None:
         self._accepted = new_fingerprint
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """New TLS files, checked usable: the client must be rebuilt to read them."""
+
+    summary: CertificateSummary
+
+
+class TlsCredentials:
+    """The client's TLS files as the daemons see them: when they expire, and when a rotation
+    has produced a new usable set (a half-written set - new certificate, old key - is not)."""
+
+    def __init__(self, files: TlsFiles) -> None:
+        self._watch = TlsFileWatch(files)
+        self._summary = check_tls_files(files)
+        self._rejected: tuple[str, ...] | None = None
+        self.last_problem: str | None = None
+        """Why the newest change was not taken (for a log line), until a usable set arrives."""
+
+    @property
+    def files(self) -> TlsFiles:
+        return self._watch.files
+
+    @property
+    def not_after(self) -> datetime:
+        return self._summary.not_after
+
+    def rotated(self) -> Rotation | None:
+        """A usable new set of files since the last one taken, else None (unchanged, or
+        changed but not usable yet: ``last_problem`` says why, once per change)."""
+        changed = self._watch.changed()
+        self.last_problem = None
+        if changed is None or changed == self._rejected:
+            return None
+        try:
+            summary = check_tls_files(self._watch.files)
+        except (CertificateError, OSError) as error:
+            self._rejected = changed
+            self.last_problem = str(error)
+            return None
+        self._watch.accept(changed)
+        self._rejected = None
+        self._summary = summary
+        return Rotation(summary)

@@ -1,7 +1,7 @@
 """Structured logs: one JSON object per line on stderr, for the publisher and consumer daemons.
 
 ``configure_logging`` sets up structlog and routes the standard ``logging`` module (and through it
-librdkafka, when a client is created with ``logger=stdlib_logger("librdkafka")``) to the same
+librdkafka, when a client is created from ``with_client_logger(config)``) to the same
 JSON lines, so every line a daemon writes can be parsed the same way.
 """
 
@@ -11,6 +11,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import structlog
@@ -35,8 +36,10 @@ def _rename_logger_name(_logger: Any, _method: str, event_dict: EventDict) -> Ev
     return event_dict
 
 
-def stdlib_logger(name: str) -> logging.Logger:
-    return logging.getLogger(name)
+def with_client_logger(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A librdkafka client configuration whose log lines go through ``logging`` (JSON lines,
+    repeats suppressed) instead of librdkafka's own stderr output."""
+    return {**config, "logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
 
 
 _SHARED_PROCESSORS: list[Any] = [

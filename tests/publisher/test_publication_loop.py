@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
-from publisher.kafka_sink import ClientErrorCallback, DeliveryCallback, SendError
+from publisher.kafka_sink import ClientIssueCallback, DeliveryCallback, SendError, client_issue
 from publisher.publication_loop import LoopSettings, PublicationLoop
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
@@ -21,7 +21,7 @@ from publisher.volumes import Volume, VolumeMeasurement
 from schemas import VolumeSnapshot, decode_snapshot
 from tests.publisher.publisher_samples import GIB, HARD, SOFT
 from tests.publisher.tls_material import TestCertificateAuthority
-from volume_quota.certificate_files import TlsFiles, TlsFileWatch
+from volume_quota.certificate_files import TlsCredentials, TlsFiles
 
 CAPACITY = 100 * GIB
 
@@ -128,7 +128,7 @@ class Harness:
     metrics: PublisherMetrics
     loop: PublicationLoop
     topic: list[bool]
-    client_errors: list[ClientErrorCallback]
+    client_errors: list[ClientIssueCallback]
 
     def step(self, seconds: float = 1.0) -> None:
         """One tick, then let the sink answer, then move time on."""
@@ -151,15 +151,15 @@ class Harness:
         return decoded
 
 
-def make_harness(tls_watch: TlsFileWatch | None = None, topic_ready: bool = True) -> Harness:
+def make_harness(credentials: TlsCredentials | None = None, topic_ready: bool = True) -> Harness:
     clock = FakeClock()
     sink = FakeSink(clock)
     disk = Disk()
     metrics = PublisherMetrics()
     topic = [topic_ready]
-    client_errors: list[ClientErrorCallback] = []
+    client_errors: list[ClientIssueCallback] = []
 
-    def sink_factory(on_client_error: ClientErrorCallback) -> FakeSink:
+    def sink_factory(on_client_error: ClientIssueCallback) -> FakeSink:
         client_errors.append(on_client_error)
         return sink
 
@@ -179,7 +179,7 @@ def make_harness(tls_watch: TlsFileWatch | None = None, topic_ready: bool = True
         metrics=metrics,
         topic_ready=lambda: topic[0],
         topic_problem=lambda: None if topic[0] else "topic not verified",
-        tls_watch=tls_watch,
+        credentials=credentials,
     )
     return Harness(clock, sink, disk, metrics, loop, topic, client_errors)
 
@@ -289,9 +289,9 @@ def test_client_errors_are_counted_and_disconnect() -> None:
     harness.step()
     assert harness.loop.health_inputs().kafka_connected
     (on_client_error,) = harness.client_errors
-    on_client_error(KafkaError(KafkaError._TRANSPORT, "broker went away"))
+    on_client_error(client_issue(KafkaError(KafkaError._TRANSPORT, "broker went away")))
     assert harness.loop.health_inputs().kafka_connected  # one broker: not yet unreachable
-    on_client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "all down"))
+    on_client_error(client_issue(KafkaError(KafkaError._ALL_BROKERS_DOWN, "all down")))
     assert not harness.loop.health_inputs().kafka_connected
     assert (
         harness.sample("volume_quota_publisher_kafka_client_errors_total", code="_ALL_BROKERS_DOWN")
@@ -369,7 +369,7 @@ def test_an_unexpected_error_does_not_end_the_loop() -> None:
 def test_certificate_rotation_rebuilds_the_producer_once_both_files_changed(tmp_path: Path) -> None:
     authority = TestCertificateAuthority()
     paths = authority.write_identity(tmp_path, "publisher", timedelta(days=10))
-    harness = make_harness(TlsFileWatch(TlsFiles(paths.ca, paths.cert, paths.key)))
+    harness = make_harness(TlsCredentials(TlsFiles(paths.ca, paths.cert, paths.key)))
     # The certificates are dated from the real time, so the clock must read it too.
     harness.clock.start = datetime.now(UTC)
     harness.step()
@@ -397,7 +397,7 @@ def test_unusable_tls_files_at_start_fail_fast(tmp_path: Path) -> None:
     paths = authority.write_identity(tmp_path, "publisher")
     paths.key.write_bytes(authority.issue("other")[1])
     with pytest.raises(ValueError, match="does not belong"):
-        make_harness(TlsFileWatch(TlsFiles(paths.ca, paths.cert, paths.key)))
+        make_harness(TlsCredentials(TlsFiles(paths.ca, paths.cert, paths.key)))
 
 
 def test_measure_volumes_uses_statvfs(tmp_path: Path) -> None:

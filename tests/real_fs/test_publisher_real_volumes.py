@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from consumer.clock import SystemClock
-from publisher.kafka_sink import ClientErrorCallback, DeliveryCallback
-from publisher.one_shot import measure_snapshot
+from publisher.kafka_sink import ClientIssueCallback, DeliveryCallback
 from publisher.publication_loop import LoopSettings, PublicationLoop
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
@@ -22,6 +21,7 @@ from publisher.volume_measurement import measure_volumes
 from schemas import VolumeSnapshot, decode_snapshot, snapshot_key
 from tests.real_fs.real_mounts import Mounts, fill, is_mount_point, statvfs_sizes
 from volume_quota.limit_parsing import parse_limit, parse_volume_limit_override
+from volume_quota.one_shot import measure_snapshot
 from volume_quota.settings import load_settings
 
 pytestmark = [pytest.mark.real_fs, pytest.mark.timeout(120)]
@@ -226,7 +226,7 @@ def test_filling_a_volume_past_its_limits_publishes_each_state_change(
     sink = RecordingSink()
     metrics = PublisherMetrics()
 
-    def sink_factory(_on_error: ClientErrorCallback) -> RecordingSink:
+    def sink_factory(_on_error: ClientIssueCallback) -> RecordingSink:
         return sink
 
     loop = PublicationLoop(

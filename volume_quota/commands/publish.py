@@ -6,10 +6,10 @@ import argparse
 import sys
 import threading
 
-from publisher.one_shot import PublicationFailedError, print_snapshot, publish_snapshot_once
 from volume_quota.daemons.publisher import PublisherDaemon, stop_on_signals
 from volume_quota.errors import UsageError
 from volume_quota.logging_setup import configure_logging, get_logger
+from volume_quota.one_shot import PublicationFailedError, print_snapshot, publish_snapshot_once
 from volume_quota.settings import load_settings
 from volume_quota.settings_arguments import (
     BOOLEAN_SETTINGS,

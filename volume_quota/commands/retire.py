@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from publisher.one_shot import PublicationFailedError, retire_broker
 from volume_quota.logging_setup import configure_logging, get_logger
+from volume_quota.one_shot import PublicationFailedError, retire_broker
 from volume_quota.settings import load_settings
 from volume_quota.settings_arguments import (
     CONNECTION_SETTINGS,

@@ -31,7 +31,7 @@ from volume_quota.certificate_files import TlsFileWatch
 from volume_quota.daemons.publisher import serve_endpoints
 from volume_quota.http_endpoints import EndpointServer
 from volume_quota.kafka_client_config import consumer_config
-from volume_quota.logging_setup import get_logger, stdlib_logger
+from volume_quota.logging_setup import get_logger, with_client_logger
 from volume_quota.settings import PublisherSettings
 
 log = get_logger("volume_quota.consumer")
@@ -58,10 +58,9 @@ class KafkaClients:
 
     def __init__(self, settings: PublisherSettings) -> None:
         connection = settings.required_kafka_connection()
-        config: Mapping[str, Any] = {
-            **consumer_config(connection, settings.broker_id, settings.consumer_group),
-            "logger": stdlib_logger("librdkafka"),
-        }
+        config: Mapping[str, Any] = with_client_logger(
+            consumer_config(connection, settings.broker_id, settings.consumer_group)
+        )
         self.reader = SnapshotTopicReader(_new_consumer, config, settings.topic)
         admin_settings = {key: value for key, value in config.items() if key not in ("group.id",)}
         self._admin = AdminClient(admin_settings)

@@ -29,13 +29,13 @@ from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.volume_discovery import VolumeDiscoveryError, discover_volumes
 from publisher.volume_measurement import measure_volumes
 from publisher.volumes import Volume
-from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.certificate_files import TlsCredentials
 from volume_quota.certificate_inspection import CertificateError
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer, HealthCheck
 from volume_quota.kafka_client_config import admin_config, producer_config
 from volume_quota.limit_parsing import format_limit
-from volume_quota.logging_setup import get_logger
+from volume_quota.logging_setup import get_logger, with_client_logger
 from volume_quota.settings import PublisherSettings, describe_setting
 
 log = get_logger("volume_quota.publisher")
@@ -67,15 +67,17 @@ class PublisherDaemon:
         self._requirements: TopicRequirements = settings.topic_requirements()
         self.metrics = PublisherMetrics()
         self._topic_guard = TopicGuard(
-            lambda: new_admin_client(admin_config(connection, self.broker_id)),
+            lambda: new_admin_client(with_client_logger(admin_config(connection, self.broker_id))),
             self._requirements,
             create=settings.create_topic,
             timeout_seconds=min(10.0, settings.delivery_timeout),
         )
-        producer_settings = producer_config(connection, self.broker_id, settings.delivery_timeout)
+        producer_settings = with_client_logger(
+            producer_config(connection, self.broker_id, settings.delivery_timeout)
+        )
         self._sink_factory: SinkFactory = sink_factory or (
-            lambda on_client_error: KafkaSnapshotSink(
-                producer_settings, settings.topic, on_client_error=on_client_error
+            lambda on_client_issue: KafkaSnapshotSink(
+                producer_settings, settings.topic, on_client_issue=on_client_issue
             )
         )
         self._loop: PublicationLoop | None = None
@@ -176,7 +178,7 @@ class PublisherDaemon:
             metrics=self.metrics,
             topic_ready=self._topic_guard.ready.is_set,
             topic_problem=lambda: self._topic_guard.problem,
-            tls_watch=TlsFileWatch(settings.required_tls_files()),
+            credentials=TlsCredentials(settings.required_tls_files()),
         )
 
     def _run_loop(self, loop: PublicationLoop, stop: threading.Event) -> str | None:

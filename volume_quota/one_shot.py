@@ -15,6 +15,7 @@ from schemas.snapshot import VolumeSnapshot, snapshot_key
 from volume_quota.daemons.publisher import discover_configured_volumes
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import admin_config, producer_config
+from volume_quota.logging_setup import with_client_logger
 from volume_quota.settings import PublisherSettings
 
 
@@ -58,7 +59,7 @@ def _send_after_topic_check(
     connection = settings.required_kafka_connection()
     broker_id = settings.required_broker_id()
     timeout = settings.delivery_timeout
-    admin = new_admin_client(admin_config(connection, broker_id))
+    admin = new_admin_client(with_client_logger(admin_config(connection, broker_id)))
     create = settings.create_topic if create_topic is None else create_topic
     check = check_topic(admin, settings.topic_requirements(), create, timeout)
     if check.outcome is TopicOutcome.MISCONFIGURED:
@@ -66,7 +67,7 @@ def _send_after_topic_check(
     if check.outcome is not TopicOutcome.READY:
         raise PublicationFailedError(check.detail)
     sink = KafkaSnapshotSink(
-        producer_config(connection, broker_id, timeout), settings.topic, on_client_error=None
+        with_client_logger(producer_config(connection, broker_id, timeout)), settings.topic
     )
     error = send_and_wait(sink, key, value, timeout + 5.0)
     if error is not None:
