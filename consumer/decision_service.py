@@ -3,6 +3,10 @@
 An imperative shell around ``ClusterState``: the Kafka reader, the live-broker source, the clock
 and the decision sink are passed in, so the loop runs the same against a real cluster and in
 unit tests with fakes. One thread runs ``run``; any thread may read ``current.decision``.
+
+This is the one consumer loop: ``volume-quota decide`` and ``sidecar`` run it until stopped
+(swapping the Kafka clients when certificates rotate, through ``between_steps``), and
+``volume-quota status`` runs it until ready or a timeout.
 """
 
 from __future__ import annotations
@@ -10,11 +14,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Protocol
 
 import structlog
 
+from consumer.clock import Clock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.current_decision import CurrentDecision
@@ -42,6 +46,8 @@ class LoopTiming:
     decision_refresh_seconds: float = 10.0
     """Rewrite an unchanged decision this often, so its validUntil keeps moving forward."""
     retry_seconds: float = 2.0
+    between_steps_seconds: float = 1.0
+    """How often ``run`` calls its ``between_steps`` hook (certificate checks)."""
 
 
 def material(decision: QuotaDecision) -> tuple[object, ...]:
@@ -61,7 +67,7 @@ class DecisionService:
         *,
         source: SnapshotSource,
         live_brokers: Callable[[], frozenset[int]],
-        clock: Callable[[], datetime],
+        clock: Clock,
         sink: Callable[[QuotaDecision], None],
         metrics: ConsumerMetrics,
         timing: LoopTiming = LoopTiming(),
@@ -81,7 +87,7 @@ class DecisionService:
         self._sink_healthy = False
         self._caught_up_once = False
         self.last_step_at: float | None = None
-        self.current = CurrentDecision(state.decide(clock(), not_ready="starting"))
+        self.current = CurrentDecision(state.decide(clock.wall(), not_ready="starting"))
 
     @property
     def ready(self) -> bool:
@@ -116,25 +122,46 @@ class DecisionService:
 
     def step(self) -> QuotaDecision:
         """One turn of the loop: read what arrived, refresh what is due, decide, hand on."""
-        moment = self._clock().timestamp()
+        moment = self._clock.monotonic()
         self._ensure_assigned(moment)
         if self._source.assigned:
             self._read_available()
         self._metrics.caught_up.set(1 if self._caught_up else 0)
         if moment >= self._next_live_refresh:
             self._refresh_live_brokers(moment)
-        decision = self.state.decide(self._clock(), not_ready=self.not_ready_reason())
+        decision = self.state.decide(self._clock.wall(), not_ready=self.not_ready_reason())
         self.current.replace(decision)
         self._metrics.observe_decision(decision)
         self._hand_on(decision, moment)
         self.last_step_at = moment
         return decision
 
-    def run(self, stop: threading.Event) -> None:
+    def run(
+        self,
+        stop: threading.Event,
+        *,
+        until_ready: bool = False,
+        timeout_seconds: float | None = None,
+        between_steps: Callable[[], None] | None = None,
+    ) -> bool:
+        """Step until ``stop`` is set, or (``until_ready``) until ready, or ``timeout_seconds``
+        have passed; call ``between_steps`` about every ``between_steps_seconds``. Returns
+        whether the service is ready."""
+        started = self._clock.monotonic()
+        next_hook = started + self._timing.between_steps_seconds
         while not stop.is_set():
             self.step()
+            now = self._clock.monotonic()
+            if until_ready and self.ready:
+                break
+            if timeout_seconds is not None and now - started >= timeout_seconds:
+                break
+            if between_steps is not None and now >= next_hook:
+                next_hook = now + self._timing.between_steps_seconds
+                between_steps()
             if not self._source.assigned:  # nothing to wait on in poll(): do not spin
-                stop.wait(self._timing.poll_timeout_seconds)
+                stop.wait(max(self._timing.poll_timeout_seconds, 0.05))
+        return self.ready
 
     def _ensure_assigned(self, moment: float) -> None:
         if self._source.assigned or moment < self._next_assign_attempt:

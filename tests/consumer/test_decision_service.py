@@ -63,11 +63,17 @@ class Harness:
             ClusterState(DecisionPolicy(on_missing=on_missing)),
             source=self.topic,
             live_brokers=self.live_brokers,
-            clock=lambda: self.now,
+            clock=self,
             sink=self.written.append,
             metrics=ConsumerMetrics(self.registry),
             timing=LoopTiming(poll_timeout_seconds=0, live_broker_refresh_seconds=5),
         )
+
+    def wall(self) -> datetime:
+        return self.now
+
+    def monotonic(self) -> float:
+        return (self.now - NOON).total_seconds()
 
     def live_brokers(self) -> frozenset[int]:
         if isinstance(self.live, Exception):

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
+from consumer.clock import SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
@@ -67,7 +68,7 @@ def service_as(
         ClusterState(DecisionPolicy(stale_after_seconds=300)),
         source=reader,
         live_brokers=lambda: describe_live_brokers(admin, TOPIC),
-        clock=lambda: datetime.now(UTC),
+        clock=SystemClock(),
         sink=lambda decision: None,
         metrics=ConsumerMetrics(registry),
         timing=LoopTiming(poll_timeout_seconds=0.2),

@@ -6,11 +6,10 @@ import argparse
 import json
 import sys
 import threading
-import time
-from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from consumer.clock import SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
@@ -80,27 +79,22 @@ def run(arguments: argparse.Namespace) -> int:
     settings = load_settings(given_settings(arguments, STATUS_FLAGS), config_file(arguments))
     configure_logging("error")
     clients = KafkaClients(settings)
+    clock = SystemClock()
     state = ClusterState(decision_policy(settings))
     service = DecisionService(
         state,
         source=clients.reader,
         live_brokers=clients.live_brokers,
-        clock=lambda: datetime.now(UTC),
+        clock=clock,
         sink=lambda decision: None,
         metrics=ConsumerMetrics(CollectorRegistry()),
         timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
     )
-    deadline = time.monotonic() + arguments.timeout
-    waiter = threading.Event()
     try:
-        decision = service.step()
-        while not service.ready and time.monotonic() < deadline:
-            decision = service.step()
-            if not clients.reader.assigned:
-                waiter.wait(0.2)
+        service.run(threading.Event(), until_ready=True, timeout_seconds=arguments.timeout)
     finally:
         clients.close()
-    status = cluster_status(state, decision, datetime.now(UTC))
+    status = cluster_status(state, service.current.decision, clock.wall())
     if arguments.json:
         print(json.dumps(status_as_json(status), indent=2))
     else:

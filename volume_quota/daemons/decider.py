@@ -9,8 +9,7 @@ picked up by rebuilding the Kafka clients; the cluster state survives the swap.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +17,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
+from consumer.clock import Clock, SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics, SnapshotAgeCollector
 from consumer.decision_file import write_decision_atomically
@@ -36,7 +36,6 @@ from volume_quota.settings import PublisherSettings
 
 log = get_logger("volume_quota.consumer")
 
-TLS_CHECK_INTERVAL_SECONDS = 1.0
 LIVENESS_MAX_AGE_SECONDS = 30.0
 
 
@@ -87,9 +86,10 @@ class DecideDaemon:
         *,
         registry: CollectorRegistry | None = None,
         serve_http: bool = True,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Clock | None = None,
     ) -> None:
         self._settings = settings
+        self._clock: Clock = clock or SystemClock()
         decision_file = settings.required_decision_file()
         self._tls_watch = TlsFileWatch(settings.required_tls_files())
         settings.required_kafka_connection()
@@ -101,7 +101,7 @@ class DecideDaemon:
             self.state,
             source=self._clients.reader,
             live_brokers=self._clients.live_brokers,
-            clock=clock,
+            clock=self._clock,
             sink=lambda decision: write_decision_atomically(decision_file, decision),
             metrics=self.metrics,
             timing=LoopTiming(
@@ -109,7 +109,7 @@ class DecideDaemon:
                 decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
             ),
         )
-        self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, clock))
+        self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
             serve_endpoints(settings, self.registry, self.liveness, self.readiness)
             if serve_http
@@ -129,9 +129,10 @@ class DecideDaemon:
 
     def liveness(self) -> HealthVerdict:
         last = self.service.last_step_at
-        if last is None or time.time() - last <= LIVENESS_MAX_AGE_SECONDS:
+        age = 0.0 if last is None else self._clock.monotonic() - last
+        if age <= LIVENESS_MAX_AGE_SECONDS:
             return HealthVerdict(True)
-        return HealthVerdict(False, (f"the decision loop last ran {time.time() - last:.0f}s ago",))
+        return HealthVerdict(False, (f"the decision loop last ran {age:.0f}s ago",))
 
     def readiness(self) -> HealthVerdict:
         if self.service.ready:
@@ -149,15 +150,8 @@ class DecideDaemon:
             stale_after_seconds=self._settings.stale_after,
             on_missing=self._settings.on_missing.value,
         )
-        next_tls_check = 0.0
         try:
-            while not stop.is_set():
-                self.service.step()
-                if not self.service.ready and not self._clients.reader.assigned:
-                    stop.wait(0.2)
-                if time.monotonic() >= next_tls_check:
-                    next_tls_check = time.monotonic() + TLS_CHECK_INTERVAL_SECONDS
-                    self._pick_up_rotated_certificates()
+            self.service.run(stop, between_steps=self._pick_up_rotated_certificates)
             return 0
         finally:
             self._clients.close()
