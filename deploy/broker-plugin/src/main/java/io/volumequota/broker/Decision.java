@@ -14,9 +14,15 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * callback acts on. Unknown fields are ignored; {@code decidedAt} and
  * {@code causedByMissingData} are only kept for log lines.
  */
-record Decision(State state, double throttleFactor, Instant validUntil, String decidedAt, boolean causedByMissingData) {
+record Decision(State state, double throttleFactor, Instant validUntil, String decidedAt, Instant decidedAtInstant,
+                boolean causedByMissingData) {
 
-    /** The only major schema version this callback understands. */
+    /**
+     * The only major schema version this callback understands. Newer minor versions of it
+     * ({@code 1.1}, {@code "1.2"}) only add optional fields and are accepted; a new major version
+     * ({@code 2}) changes meaning and counts as no valid decision. Upgrade order: callbacks
+     * first, then the decider.
+     */
     static final int SUPPORTED_SCHEMA_VERSION = 1;
 
     enum State { OPEN, THROTTLE, PAUSE }
@@ -47,10 +53,10 @@ record Decision(State state, double throttleFactor, Instant validUntil, String d
         }
         JsonNode version = root.get("schemaVersion");
         // Absent means 1 (the schema's default).
-        if (version != null && !(version.isIntegralNumber() && version.canConvertToInt()
-                && version.intValue() == SUPPORTED_SCHEMA_VERSION)) {
+        if (version != null && majorVersion(version) != SUPPORTED_SCHEMA_VERSION) {
             throw new InvalidDecisionException("unsupported schemaVersion " + version
-                    + " (this callback reads " + SUPPORTED_SCHEMA_VERSION + ")");
+                    + " (this callback reads " + SUPPORTED_SCHEMA_VERSION + " and its minor versions "
+                    + SUPPORTED_SCHEMA_VERSION + ".x)");
         }
         State state;
         JsonNode stateNode = root.get("state");
@@ -66,10 +72,39 @@ record Decision(State state, double throttleFactor, Instant validUntil, String d
         }
         Instant validUntil = instant(root, "validUntil");
         JsonNode decidedAt = root.get("decidedAt");
+        Instant decidedAtInstant = decidedAt == null ? null : instant(root, "decidedAt");
         JsonNode missing = root.get("causedByMissingData");
         return new Decision(state, factorNode.doubleValue(), validUntil,
-                decidedAt == null ? "?" : decidedAt.asText(),
+                decidedAt == null ? "?" : decidedAt.asText(), decidedAtInstant,
                 missing != null && missing.asBoolean(false));
+    }
+
+    /** The same decision with another throttle factor (the quantized one). */
+    Decision withFactor(double factor) {
+        return new Decision(state, factor, validUntil, decidedAt, decidedAtInstant, causedByMissingData);
+    }
+
+    /**
+     * The major part of a schema version: 1 for {@code 1}, {@code 1.3} or {@code "1.3"};
+     * -1 for anything that is not a non-negative version number.
+     */
+    static int majorVersion(JsonNode version) {
+        String text;
+        if (version.isIntegralNumber() && version.canConvertToInt()) {
+            return version.intValue() >= 0 ? version.intValue() : -1;
+        } else if (version.isFloatingPointNumber() || version.isBigDecimal()) {
+            double value = version.doubleValue();
+            return value >= 0 && value < Integer.MAX_VALUE ? (int) Math.floor(value) : -1;
+        } else if (version.isTextual()) {
+            text = version.textValue();
+        } else {
+            return -1;
+        }
+        if (!text.matches("[0-9]{1,9}(\\.[0-9]{1,9})?")) {
+            return -1;
+        }
+        int dot = text.indexOf('.');
+        return Integer.parseInt(dot < 0 ? text : text.substring(0, dot));
     }
 
     private static Instant instant(JsonNode root, String field) throws InvalidDecisionException {

@@ -36,6 +36,30 @@ final class StepDownLimiter {
         this.intervalMs = intervalMs;
     }
 
+    /** An independent limiter with the same settings and history. */
+    StepDownLimiter copy() {
+        StepDownLimiter copy = new StepDownLimiter(maxRatio, intervalMs);
+        for (InForce value : history) {
+            InForce entry = new InForce(value.quota);
+            entry.untilMs = value.untilMs;
+            copy.history.addLast(entry);
+        }
+        return copy;
+    }
+
+    /** Records that {@code quota} is in force from {@code nowMs} on (set by another rule). */
+    void force(double quota, long nowMs) {
+        while (!history.isEmpty() && history.peekFirst().untilMs <= nowMs - intervalMs) {
+            history.removeFirst();
+        }
+        if (history.isEmpty() || history.peekLast().quota != quota) {
+            if (!history.isEmpty()) {
+                history.peekLast().untilMs = nowMs;
+            }
+            history.addLast(new InForce(quota));
+        }
+    }
+
     /** The effective quota at {@code nowMs}, moving from the previous one towards {@code target}. */
     double apply(double target, long nowMs) {
         if (history.isEmpty()) {

@@ -1,24 +1,18 @@
 package io.volumequota.broker;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.FileTime;
 import java.time.Clock;
-import java.time.Instant;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
+import java.util.function.ToDoubleFunction;
 
 import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.Monitorable;
+import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
 import org.apache.kafka.server.quota.ClientQuotaCallback;
 import org.apache.kafka.server.quota.ClientQuotaEntity;
@@ -29,50 +23,55 @@ import org.slf4j.LoggerFactory;
 /**
  * Kafka broker quota callback that applies the volume-quota sidecar's cluster decision.
  *
- * <p>The sidecar writes a decision file (OPEN / THROTTLE factor / PAUSE); a daemon thread
- * re-reads it every {@code volume.quota.reload.interval.ms} and turns it into one PRODUCE quota
- * (bytes per second) that applies to every principal except the excluded ones, each principal
- * with its own quota on each broker, like Kafka's per-user quotas. FETCH, REQUEST and
- * CONTROLLER_MUTATION are never limited. See docs/broker-plugin.md.
+ * <p>The sidecar writes a decision file (OPEN / THROTTLE factor / PAUSE); a {@link QuotaEngine}
+ * (one per process, shared by the broker and controller callbacks of a combined node) re-reads
+ * it and turns it into a PRODUCE quota (bytes per second) per principal, each principal with
+ * its own quota on each broker, like Kafka's per-user quotas. Excluded principals and FETCH,
+ * REQUEST and CONTROLLER_MUTATION are never limited. See docs/broker-plugin.md.
+ *
+ * <p>Everything called on request threads is a map lookup, a counter or a flag, and catches
+ * everything: no exception from this class reaches a request thread.
  *
  * <p>Install: {@code client.quota.callback.class=io.volumequota.broker.VolumeQuotaCallback}.
  */
-public final class VolumeQuotaCallback implements ClientQuotaCallback {
+public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorable {
 
     private static final Logger LOG = LoggerFactory.getLogger(VolumeQuotaCallback.class);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
-    /** Larger decision files are treated as garbled (the real one is a few KiB at most). */
-    static final long MAX_DECISION_FILE_BYTES = 1024 * 1024;
 
     /** Same tag keys as Kafka's own user quotas, so the usual quota metrics and dashboards apply. */
     static final String USER_TAG = "user";
     static final String CLIENT_ID_TAG = "client-id";
+    /** Prefix of every metric this callback registers (group "plugins", see docs/broker-plugin.md). */
+    static final String METRIC_PREFIX = "volume-quota-";
 
-    private final Clock clock;
     private final int instance = INSTANCES.incrementAndGet();
-    /** Set by the poller after the effective PRODUCE quota changed; cleared by the one request that sees it. */
+    /** For tests: a private engine on these clocks and this rate source; null = the shared engine. */
+    private final Clock testWall;
+    private final LongSupplier testMono;
+    private final ObservedRates testRates;
+    /** Set by the engine after a quota changed; cleared by the one request that sees it. */
     private final AtomicBoolean produceResetPending = new AtomicBoolean();
-    private volatile double produceQuota = Double.NaN;
     private volatile VolumeQuotaConfig config;
-    private ScheduledExecutorService poller;
-    private volatile Thread pollerThread;
+    private volatile QuotaEngine engine;
     private volatile boolean closed;
 
-    // Poller state, guarded by "this".
-    private StepDownLimiter limiter;
-    private FileStamp lastStamp;
-    private byte[] lastContent;
-    private Decision lastDecision;
-    private String lastProblem = "not read yet";
-    private String lastStatus;
-
     public VolumeQuotaCallback() {
-        this(Clock.systemUTC());
+        this.testWall = null;
+        this.testMono = null;
+        this.testRates = null;
     }
 
-    /** For tests: a clock to move validUntil expiry and the step-down limit along. */
+    /** For tests: a private engine whose wall and monotonic clock are {@code clock}, without byte rates. */
     VolumeQuotaCallback(Clock clock) {
-        this.clock = Objects.requireNonNull(clock, "clock");
+        this(clock, clock::millis, ObservedRates.NONE);
+    }
+
+    /** For tests: a private engine on these clocks with this byte-rate source. */
+    VolumeQuotaCallback(Clock wall, LongSupplier monoMs, ObservedRates rates) {
+        this.testWall = Objects.requireNonNull(wall, "wall");
+        this.testMono = Objects.requireNonNull(monoMs, "monoMs");
+        this.testRates = Objects.requireNonNull(rates, "rates");
     }
 
     @Override
@@ -82,23 +81,31 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback {
             if (config != null) {
                 throw new IllegalStateException("VolumeQuotaCallback.configure() called twice");
             }
+            for (String warning : parsed.warnings()) {
+                LOG.warn("volume-quota callback #{}: {}", instance, warning);
+            }
+            QuotaEngine chosen;
+            if (testWall != null) {
+                chosen = new QuotaEngine(parsed, testWall, testMono, testRates);
+                chosen.addResetFlag(produceResetPending);
+                chosen.start();
+            } else {
+                chosen = QuotaEngine.acquire(parsed);
+                chosen.addResetFlag(produceResetPending);
+            }
+            produceResetPending.set(true); // sensors may exist already (a second role's instance)
             config = parsed;
-            limiter = new StepDownLimiter(parsed.maxStepDownRatio(), parsed.stepDownIntervalMs());
-            reload(); // a quota exists before the first request arrives
-            poller = Executors.newSingleThreadScheduledExecutor(runnable -> {
-                Thread thread = new Thread(runnable, "volume-quota-poller-" + instance);
-                thread.setDaemon(true);
-                pollerThread = thread;
-                return thread;
-            });
-            poller.scheduleWithFixedDelay(this::reloadQuietly, parsed.reloadIntervalMs(),
-                    parsed.reloadIntervalMs(), TimeUnit.MILLISECONDS);
+            engine = chosen;
+            LOG.info("volume-quota callback #{} configured with engine #{}: decision file {}, base {} B/s, pause floor"
+                            + " {} B/s, step-down throttle {} ms, pause throttle {} ms, fallback step down at most"
+                            + " x1/{} per {} ms, on-missing {}, reload every {} ms, max validity {} ms, factor step {},"
+                            + " excluded users {}",
+                    instance, chosen.id, parsed.decisionPath(), parsed.baseBytesPerSecond(),
+                    parsed.pauseBytesPerSecond(), parsed.stepDownThrottleMs(), parsed.pauseThrottleMs(),
+                    parsed.maxStepDownRatio(), parsed.stepDownIntervalMs(), parsed.onMissing(),
+                    parsed.reloadIntervalMs(), parsed.maxValidityMs(), parsed.throttleFactorStep(),
+                    parsed.excludedUserNames());
         }
-        LOG.info("volume-quota callback #{} configured: decision file {}, base {} B/s, pause floor {} B/s, "
-                        + "step down at most x1/{} per {} ms, on-missing {}, reload every {} ms, excluded users {}",
-                instance, parsed.decisionPath(), parsed.baseBytesPerSecond(), parsed.pauseBytesPerSecond(),
-                parsed.maxStepDownRatio(), parsed.stepDownIntervalMs(), parsed.onMissing(),
-                parsed.reloadIntervalMs(), parsed.excludedUserNames());
     }
 
     @Override
@@ -107,6 +114,17 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback {
         Map<String, String> tags = new LinkedHashMap<>(4);
         tags.put(USER_TAG, principal.getName());
         tags.put(CLIENT_ID_TAG, "");
+        if (quotaType == ClientQuotaType.PRODUCE) {
+            try {
+                QuotaEngine current = engine;
+                VolumeQuotaConfig settings = config;
+                if (current != null && !settings.excludedUserNames().contains(principal.getName())) {
+                    current.onProduceRequest(principal.getName(), clientId);
+                }
+            } catch (Throwable t) {
+                // Counting is best effort; never fail a request over it.
+            }
+        }
         return tags;
     }
 
@@ -119,20 +137,34 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback {
         if (quotaType != ClientQuotaType.PRODUCE) {
             return null;
         }
-        VolumeQuotaConfig current = config;
-        String user = metricTags.get(USER_TAG);
-        if (current == null || user == null || current.excludedUserNames().contains(user)) {
+        try {
+            VolumeQuotaConfig current = config;
+            QuotaEngine currentEngine = engine;
+            String user = metricTags.get(USER_TAG);
+            if (current == null || currentEngine == null || user == null
+                    || current.excludedUserNames().contains(user)) {
+                return null;
+            }
+            double quota = currentEngine.quotaFor(user);
+            return Double.isNaN(quota) ? null : quota;
+        } catch (Throwable t) {
             return null;
         }
-        return produceQuota;
     }
 
     /** Called on every request: one volatile read, and a CAS only right after a change. */
     @Override
     public boolean quotaResetRequired(ClientQuotaType quotaType) {
-        return quotaType == ClientQuotaType.PRODUCE
+        if (quotaType == ClientQuotaType.PRODUCE
                 && produceResetPending.get()
-                && produceResetPending.compareAndSet(true, false);
+                && produceResetPending.compareAndSet(true, false)) {
+            QuotaEngine current = engine;
+            if (current != null) {
+                current.quotaResets.incrementAndGet();
+            }
+            return true;
+        }
+        return false;
     }
 
     @Override
@@ -156,124 +188,95 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback {
         return false;
     }
 
+    /**
+     * Kafka 4.1+ (KIP-877) hands the plugin its metrics registry; the broker publishes them in
+     * group {@code plugins} with tags {@code config=client.quota.callback.class} and
+     * {@code class=VolumeQuotaCallback}. Names: see docs/broker-plugin.md, "Metrics".
+     */
+    @Override
+    public void withPluginMetrics(PluginMetrics metrics) {
+        gauge(metrics, "state", "decision in force: 0 OPEN, 1 THROTTLE, 2 PAUSE, -1 none valid (on-missing applies)",
+                e -> e.state().code);
+        gauge(metrics, "throttle-factor", "factor in force after quantization (1 OPEN, 0 PAUSE, NaN none valid)",
+                QuotaEngine::factorInForce);
+        gauge(metrics, "produce-quota-bytes-per-second",
+                "PRODUCE quota of a principal with one connection and no step-down in progress",
+                QuotaEngine::defaultQuota);
+        gauge(metrics, "produce-quota-target-bytes-per-second",
+                "PRODUCE quota the decision maps to, before per-principal floors and the step-down",
+                QuotaEngine::targetQuota);
+        gauge(metrics, "produce-quota-max-bytes-per-second", "highest PRODUCE quota in force for any principal",
+                QuotaEngine::highestQuota);
+        gauge(metrics, "decision-age-seconds",
+                "seconds since the last decision that was valid was read (-1: none yet)",
+                QuotaEngine::lastValidDecisionAgeSeconds);
+        gauge(metrics, "reload-errors-total", "decision files that could not be read or parsed",
+                e -> e.reloadErrors.get());
+        gauge(metrics, "expiries-total", "decisions that expired (validUntil, maximum validity or future date)",
+                e -> e.expiries.get());
+        gauge(metrics, "step-downs-total", "quota decreases applied (per principal and the default)",
+                e -> e.stepDowns.get());
+        gauge(metrics, "quota-changes-total", "quota changes applied (per principal and the default)",
+                e -> e.quotaChanges.get());
+        gauge(metrics, "quota-resets-total", "quota resets handed to the broker (re-read of every quota)",
+                e -> e.quotaResets.get());
+        gauge(metrics, "poller-errors-total", "unexpected errors caught on the poller threads",
+                e -> e.pollerErrors.get());
+        gauge(metrics, "tracked-principals", "producing principals with their own quota state",
+                e -> e.trackedPrincipals());
+        gauge(metrics, "observed-rate-available", "1 if the broker's byte rates could be read at the last poll",
+                e -> e.ratesAvailable() ? 1 : 0);
+    }
+
+    private void gauge(PluginMetrics metrics, String name, String description, ToDoubleFunction<QuotaEngine> value) {
+        metrics.addMetric(metrics.metricName(METRIC_PREFIX + name, description, new LinkedHashMap<>()),
+                (Gauge<Double>) (metricConfig, now) -> {
+                    QuotaEngine current = engine;
+                    return current == null ? Double.NaN : value.applyAsDouble(current);
+                });
+    }
+
     @Override
     public void close() {
-        ScheduledExecutorService toStop;
-        closed = true; // before the interrupt, so a poll cut short by it changes nothing
+        QuotaEngine toRelease;
         synchronized (this) {
-            toStop = poller;
+            if (closed) {
+                return;
+            }
+            closed = true;
+            toRelease = engine;
         }
-        if (toStop == null) {
+        if (toRelease == null) {
             return;
         }
-        toStop.shutdownNow();
-        try {
-            if (!toStop.awaitTermination(5, TimeUnit.SECONDS)) {
-                LOG.warn("volume-quota poller #{} did not stop within 5 s", instance);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        toRelease.removeResetFlag(produceResetPending);
+        if (testWall != null) {
+            toRelease.close();
+        } else {
+            toRelease.release();
         }
     }
 
-    /** The effective PRODUCE quota in bytes/s for non-excluded principals. */
+    /** The PRODUCE quota in bytes/s of a principal without state of its own (tests). */
     double produceQuotaBytesPerSecond() {
-        return produceQuota;
+        QuotaEngine current = engine;
+        return current == null ? Double.NaN : current.defaultQuota();
     }
 
-    /** The poller thread (null before configure), for tests. */
+    /** The engine's ticker thread (null before configure), for tests. */
     Thread pollerThread() {
-        return pollerThread;
+        QuotaEngine current = engine;
+        return current == null ? null : current.tickerThread();
     }
 
-    private void reloadQuietly() {
-        try {
-            reload();
-        } catch (RuntimeException e) {
-            // Never let an exception cancel the scheduled task: the quota would freeze.
-            LOG.error("volume-quota poller #{}: unexpected error, keeping quota {} B/s", instance, produceQuota, e);
-        }
+    QuotaEngine engine() {
+        return engine;
     }
 
-    /** One poll: re-read the file if it changed, check expiry, move the quota. Package-private for tests. */
-    synchronized void reload() {
-        readFileIfChanged();
-        if (closed) {
-            return;
-        }
-        Instant now = clock.instant();
-        Decision valid = lastDecision;
-        String problem = lastProblem;
-        if (valid != null && now.isAfter(valid.validUntil())) {
-            problem = "decision expired at " + valid.validUntil();
-            valid = null;
-        }
-        double target = QuotaMapping.targetBytesPerSecond(valid, config);
-        double effective = limiter.apply(target, now.toEpochMilli());
-
-        String status = valid != null
-                ? "decision " + valid.state() + " factor " + valid.throttleFactor()
-                        + (valid.causedByMissingData() ? " (caused by missing data)" : "")
-                : "no valid decision (" + problem + "), applying on-missing " + config.onMissing();
-        if (!status.equals(lastStatus)) {
-            lastStatus = status;
-            if (valid != null) {
-                LOG.info("volume-quota #{}: {} decided at {}, target {} B/s", instance, status, valid.decidedAt(),
-                        target);
-            } else {
-                LOG.warn("volume-quota #{}: {}, target {} B/s", instance, status, target);
-            }
-        }
-        if (Double.compare(effective, produceQuota) != 0) {
-            double previous = produceQuota;
-            produceQuota = effective; // publish the value before raising the flag
-            produceResetPending.set(true);
-            LOG.info("volume-quota #{}: PRODUCE quota {} -> {} B/s per principal (target {} B/s)", instance,
-                    previous, effective, target);
-        }
-    }
-
-    /** Brings lastDecision / lastProblem up to date with the file. */
-    private void readFileIfChanged() {
-        Path path = config.decisionPath();
-        try {
-            BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class);
-            FileStamp stamp = new FileStamp(attributes.lastModifiedTime(), attributes.size(), attributes.fileKey());
-            if (stamp.equals(lastStamp)) {
-                return;
-            }
-            if (!attributes.isRegularFile() || attributes.size() > MAX_DECISION_FILE_BYTES) {
-                forget("not a regular file of at most " + MAX_DECISION_FILE_BYTES + " bytes: " + path);
-                return;
-            }
-            byte[] content = Files.readAllBytes(path);
-            lastStamp = stamp;
-            if (Arrays.equals(content, lastContent)) {
-                return;
-            }
-            lastContent = content;
-            try {
-                lastDecision = Decision.parse(content);
-                lastProblem = null;
-            } catch (Decision.InvalidDecisionException e) {
-                lastDecision = null;
-                lastProblem = "garbled decision file " + path + ": " + e.getMessage();
-            }
-        } catch (NoSuchFileException e) {
-            forget("decision file not found: " + path);
-        } catch (IOException e) {
-            forget("cannot read decision file " + path + ": " + e);
-        }
-    }
-
-    private void forget(String problem) {
-        lastStamp = null;
-        lastContent = null;
-        lastDecision = null;
-        lastProblem = problem;
-    }
-
-    /** What changes when the sidecar replaces the file: a rename gives a new inode (fileKey). */
-    private record FileStamp(FileTime modified, long size, Object fileKey) {
+    /** One poll (read, then tick), for tests that drive time themselves. */
+    void reload() {
+        QuotaEngine current = engine;
+        current.readOnce();
+        current.tickOnce();
     }
 }

@@ -21,7 +21,13 @@ record VolumeQuotaConfig(
         long stepDownIntervalMs,
         Set<String> excludedUserNames,
         OnMissing onMissing,
-        long reloadIntervalMs) {
+        long reloadIntervalMs,
+        long maxValidityMs,
+        long stepDownThrottleMs,
+        long pauseThrottleMs,
+        double assumedRequestBytes,
+        double throttleFactorStep,
+        java.util.List<String> warnings) {
 
     static final String PREFIX = "volume.quota.";
     static final String DECISION_PATH = PREFIX + "decision.path";
@@ -31,6 +37,11 @@ record VolumeQuotaConfig(
     static final String EXCLUDED_PRINCIPALS = PREFIX + "excluded.principals";
     static final String ON_MISSING = PREFIX + "on.missing";
     static final String RELOAD_INTERVAL_MS = PREFIX + "reload.interval.ms";
+    static final String MAX_VALIDITY_MS = PREFIX + "max.validity.ms";
+    static final String STEP_DOWN_THROTTLE_MS = PREFIX + "step.down.throttle.ms";
+    static final String PAUSE_THROTTLE_MS = PREFIX + "pause.throttle.ms";
+    static final String ASSUMED_REQUEST_BYTES = PREFIX + "assumed.request.bytes";
+    static final String THROTTLE_FACTOR_STEP = PREFIX + "throttle.factor.step";
 
     /** Kafka's own settings for the quota rate window; read so the step-down follows the broker's window. */
     static final String KAFKA_QUOTA_WINDOW_NUM = "quota.window.num";
@@ -66,6 +77,27 @@ record VolumeQuotaConfig(
      */
     static final double DEFAULT_MAX_STEP_DOWN_RATIO = 2.0;
     static final long DEFAULT_RELOAD_INTERVAL_MS = 250;
+    /**
+     * A decision is never trusted for longer than this after the callback first read it, and one
+     * dated (decidedAt) further than this ahead of the broker's clock is refused: validUntil
+     * alone has no upper bound. The decider writes 30 s decisions and renews them every 10 s.
+     */
+    static final long DEFAULT_MAX_VALIDITY_MS = 300_000;
+    /**
+     * T_step: while the quota comes down, it is kept at or above (bytes in the broker's rate
+     * window) / (window + T_step), so the throttle the broker computes for the bytes already in
+     * the window is at most about T_step. See docs/broker-plugin.md, "The PAUSE bound".
+     */
+    static final long DEFAULT_STEP_DOWN_THROTTLE_MS = 8_000;
+    /**
+     * T_floor: a principal's floor is at least connections x request size / T_floor, so that the
+     * one request each of its connections may add costs at most about T_floor in total.
+     */
+    static final long DEFAULT_PAUSE_THROTTLE_MS = 12_000;
+    /** Request size assumed when the broker's byte rate cannot be read: Kafka's default max.request.size. */
+    static final double DEFAULT_ASSUMED_REQUEST_BYTES = 1024 * 1024;
+    /** THROTTLE factors are rounded down to multiples of this, with half a step of hysteresis. */
+    static final double DEFAULT_THROTTLE_FACTOR_STEP = 0.05;
     static final OnMissing DEFAULT_ON_MISSING = OnMissing.PAUSE;
 
     /** What to apply when there is no valid decision (missing, garbled, unknown schema, expired). */
@@ -87,8 +119,19 @@ record VolumeQuotaConfig(
         long windowSeconds = positiveInteger(configs, KAFKA_QUOTA_WINDOW_SIZE_SECONDS,
                 KAFKA_DEFAULT_QUOTA_WINDOW_SIZE_SECONDS);
         long reload = positiveInteger(configs, RELOAD_INTERVAL_MS, DEFAULT_RELOAD_INTERVAL_MS);
+        long maxValidity = positiveInteger(configs, MAX_VALIDITY_MS, DEFAULT_MAX_VALIDITY_MS);
+        long stepDownThrottle = positiveInteger(configs, STEP_DOWN_THROTTLE_MS, DEFAULT_STEP_DOWN_THROTTLE_MS);
+        long pauseThrottle = positiveInteger(configs, PAUSE_THROTTLE_MS, DEFAULT_PAUSE_THROTTLE_MS);
+        double assumedRequest = positiveNumber(configs, ASSUMED_REQUEST_BYTES, DEFAULT_ASSUMED_REQUEST_BYTES);
+        double factorStep = positiveNumber(configs, THROTTLE_FACTOR_STEP, DEFAULT_THROTTLE_FACTOR_STEP);
+        if (factorStep > 0.5) {
+            throw new ConfigException(THROTTLE_FACTOR_STEP, factorStep, "must be in (0, 0.5]");
+        }
+        java.util.List<String> warnings = new java.util.ArrayList<>();
+        Set<String> excluded = excludedUserNames(configs, warnings);
         return new VolumeQuotaConfig(path, base, pause, ratio, windowNum * windowSeconds * 1000L,
-                excludedUserNames(configs), onMissing(configs), reload);
+                excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
+                assumedRequest, factorStep, java.util.List.copyOf(warnings));
     }
 
     private static String requiredString(Map<String, ?> configs, String key) {
@@ -130,9 +173,12 @@ record VolumeQuotaConfig(
     /**
      * {@code ;}-separated principals written {@code User:<name>} (like super.users; {@code ;}
      * because TLS distinguished names contain commas). Quotas are keyed by principal name,
-     * so only names of principal type {@code User} can be listed.
+     * so only names of principal type {@code User} can be listed. Whitespace around an entry is
+     * dropped; the name is everything after {@code User:} up to the next {@code ;}, taken
+     * verbatim. A name that starts or ends with whitespace ({@code User: alice}) is kept as
+     * written but almost certainly a typo, so it is reported in {@code warnings}.
      */
-    private static Set<String> excludedUserNames(Map<String, ?> configs) {
+    private static Set<String> excludedUserNames(Map<String, ?> configs, java.util.List<String> warnings) {
         Object value = configs.get(EXCLUDED_PRINCIPALS);
         Set<String> names = new LinkedHashSet<>();
         if (value == null) {
@@ -147,7 +193,15 @@ record VolumeQuotaConfig(
                 throw new ConfigException(EXCLUDED_PRINCIPALS, value,
                         "entries must look like User:<name>, separated by ';' (bad entry: '" + trimmed + "')");
             }
-            names.add(trimmed.substring("User:".length()));
+            String name = trimmed.substring("User:".length());
+            if (!name.equals(name.strip())) {
+                warnings.add(EXCLUDED_PRINCIPALS + ": the name in '" + trimmed + "' starts or ends with whitespace;"
+                        + " it only matches a principal whose name has that whitespace. Write User:<name> with"
+                        + " nothing between ':' and the name");
+            } else if (!entry.equals(trimmed) && !entry.isBlank()) {
+                warnings.add(EXCLUDED_PRINCIPALS + ": whitespace around '" + trimmed + "' was ignored");
+            }
+            names.add(name);
         }
         return Set.copyOf(names);
     }

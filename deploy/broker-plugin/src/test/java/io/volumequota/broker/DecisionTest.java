@@ -29,6 +29,13 @@ class DecisionTest {
         assertEquals(0.42, d.throttleFactor());
         assertEquals(Instant.parse("2026-11-22T12:00:30.123Z"), d.validUntil());
         assertEquals("2026-11-22T12:00:00.123Z", d.decidedAt());
+        assertEquals(Instant.parse("2026-11-22T12:00:00.123Z"), d.decidedAtInstant());
+    }
+
+    @Test
+    void anUnparseableDecidedAtIsRefused() {
+        rejected("{\"state\":\"OPEN\",\"throttleFactor\":1,\"validUntil\":\"2026-11-22T12:00:30Z\","
+                + "\"decidedAt\":\"yesterday\"}");
     }
 
     @Test
@@ -38,8 +45,19 @@ class DecisionTest {
         assertEquals(Instant.parse("2026-11-22T12:00:30Z"), d.validUntil());
     }
 
+    /** A newer minor version of schema 1 only adds optional fields: read it (callbacks upgrade first). */
     @ParameterizedTest
-    @ValueSource(strings = {"2", "0", "\"1\"", "1.5", "null"})
+    @ValueSource(strings = {"1", "\"1\"", "1.5", "\"1.12\"", "1.0"})
+    void acceptsSchemaOneAndItsMinorVersions(String version) throws Exception {
+        Decision d = parse("{\"schemaVersion\":" + version
+                + ",\"state\":\"THROTTLE\",\"throttleFactor\":0.5,\"validUntil\":\"2026-11-22T12:00:30Z\","
+                + "\"aFieldFromVersion1x\":[1,2]}");
+        assertEquals(Decision.State.THROTTLE, d.state());
+        assertEquals(0.5, d.throttleFactor());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"2", "0", "2.0", "\"2.1\"", "-1", "\"1.x\"", "\"\"", "true", "null", "[1]"})
     void rejectsOtherSchemaVersions(String version) {
         String message = rejected("{\"schemaVersion\":" + version
                 + ",\"state\":\"OPEN\",\"throttleFactor\":1,\"validUntil\":\"2026-11-22T12:00:30Z\"}");

@@ -20,7 +20,7 @@ class QuotaMappingTest {
     }
 
     private static double target(Decision.State state, double factor, String onMissing) {
-        Decision d = new Decision(state, factor, Instant.MAX, "t", false);
+        Decision d = new Decision(state, factor, Instant.MAX, "t", null, false);
         return QuotaMapping.targetBytesPerSecond(d, config(onMissing));
     }
 

@@ -101,8 +101,9 @@ class VolumeQuotaCallbackTest {
     void throttlesEveryPrincipalButTheExcludedOnes() throws IOException {
         write("THROTTLE", 0.42);
         manual(Map.of());
-        assertEquals(BASE * 0.42, produceLimit(ALICE, "producer-1"), 1e-6);
-        assertEquals(BASE * 0.42, produceLimit(new KafkaPrincipal("User", "bob"), ""), 1e-6);
+        // 0.42 is quantized down to the 0.05 step below it.
+        assertEquals(BASE * 0.40, produceLimit(ALICE, "producer-1"), 1e-6);
+        assertEquals(BASE * 0.40, produceLimit(new KafkaPrincipal("User", "bob"), ""), 1e-6);
         assertNull(produceLimit(PUBLISHER, "publisher-1"));
         assertNull(produceLimit(new KafkaPrincipal("User", "CN=ops,O=example"), "admin"));
     }
@@ -142,12 +143,25 @@ class VolumeQuotaCallbackTest {
         callback.reload();
         assertEquals(1, resets(1000));
         assertEquals(BASE * 0.5, produceLimit(ALICE, "c"), 1e-6);
+        callback.reload();
+        assertEquals(1, resets(1000), "raised once more at the next poll, for sensors created during the scan");
 
         // The sidecar renews the same decision (new decidedAt / validUntil): no reset.
         clock.advance(Duration.ofSeconds(5));
         write("THROTTLE", 0.5);
         callback.reload();
         assertEquals(0, resets(1000));
+        // A factor that moves by less than the quantization step and its hysteresis: no reset either.
+        write("THROTTLE", 0.48);
+        callback.reload();
+        write("THROTTLE", 0.57);
+        callback.reload();
+        assertEquals(0, resets(1000));
+        assertEquals(BASE * 0.5, produceLimit(ALICE, "c"), 1e-6);
+        write("THROTTLE", 0.58); // 1.5 steps above the level in force: move to 0.55
+        callback.reload();
+        assertEquals(1, resets(1000));
+        assertEquals(BASE * 0.55, produceLimit(ALICE, "c"), 1e-6);
 
         write("PAUSE", 0.0);
         callback.reload();
@@ -240,6 +254,8 @@ class VolumeQuotaCallbackTest {
         write("THROTTLE", 0.5);
         manual(Map.of(VolumeQuotaConfig.ON_MISSING, onMissing));
         resets(1);
+        callback.reload(); // the re-raise after the initial load
+        resets(1);
         clock.advance(VALID_FOR);
         callback.reload();
         assertEquals(BASE * 0.5, produceLimit(ALICE, "c"), 1e-6, "valid up to and including validUntil");
@@ -290,6 +306,8 @@ class VolumeQuotaCallbackTest {
         clock.advance(Duration.ofSeconds(5));
         callback.reload();
         assertEquals(BASE / 2, produceLimit(ALICE, "c"), "one step per 11 s quota window");
+        assertEquals(1, resets(1000), "only the re-raise after the change");
+        callback.reload();
         assertEquals(0, resets(1000));
         clock.advance(Duration.ofSeconds(6));
         write("PAUSE", 0.0); // renewed by the sidecar
