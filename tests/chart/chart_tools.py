@@ -28,6 +28,12 @@ from referencing import Registry, Resource
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "volume-quota"
 PRODUCTION_VALUES = REPO / "deploy" / "helm" / "values-production.yaml"
+CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
+BITNAMI_DIR = REPO / "deploy" / "bitnami"
+BITNAMI_VOLUME_QUOTA_VALUES = BITNAMI_DIR / "volume-quota-values.yaml"
+BITNAMI_KAFKA_VALUES = BITNAMI_DIR / "kafka-values.yaml"
+# Every values file the project ships: each must lint, render and validate.
+SHIPPED_VALUES = (*CI_VALUES, PRODUCTION_VALUES, BITNAMI_VOLUME_QUOTA_VALUES)
 INSTALL_SCRIPT = REPO / "deploy" / "helm" / "install-helm.sh"
 CRD_VALIDATOR = Path(__file__).with_name("validate_crds.mjs")
 
@@ -117,9 +123,12 @@ def render_text(
     release: str = RELEASE,
     chart: Path = CHART,
     show_only: str | None = None,
+    hooks: bool = True,
 ) -> str:
     """``helm template`` output; raises :class:`HelmError` when helm refuses the values."""
     arguments = ["template", release, str(chart), "--namespace", NAMESPACE]
+    if not hooks:
+        arguments.append("--no-hooks")
     arguments += _value_arguments(values_files, settings or {}, kube_version)
     if show_only is not None:
         arguments += ["--show-only", show_only]
@@ -179,6 +188,15 @@ def kinds(manifests: Iterable[Manifest]) -> list[str]:
 
 def pod_spec(manifests: Iterable[Manifest]) -> Manifest:
     return cast(Manifest, find(manifests, "StatefulSet")["spec"]["template"]["spec"])
+
+
+def attach_snippets(manifests: Iterable[Manifest]) -> dict[str, Any]:
+    """The attach-mode ConfigMap's entries, YAML entries parsed."""
+    data = find(manifests, "ConfigMap", f"{RELEASE}-volume-quota-attach")["data"]
+    return {
+        key: yaml.safe_load(value) if key.endswith(".yaml") else value
+        for key, value in data.items()
+    }
 
 
 def container(spec: Manifest, name: str, *, init: bool = False) -> Manifest:

@@ -108,7 +108,7 @@ def test_every_listener_requires_a_client_certificate(default_manifests: list[Ma
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
     )
     assert properties["allow.everyone.if.no.acl.found"] == "false"
-    assert properties["super.users"] == "User:kafka-broker;User:admin"
+    assert properties["super.users"] == "User:kafka-broker;User:kafka-admin"
     assert properties["ssl.truststore.location"] == "/etc/kafka/tls/ca.crt"
 
 

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.chart.chart_tools import (
     CHART,
+    CI_VALUES,
     HELM_VERSION,
     PRODUCTION_VALUES,
+    REPO,
+    SHIPPED_VALUES,
     helm_binary,
     lint,
     render_notes,
@@ -33,8 +38,13 @@ def test_lint_strict_passes_with_the_default_values() -> None:
     assert "[ERROR]" not in output
 
 
-def test_lint_strict_passes_with_production_like_values() -> None:
-    output = lint([PRODUCTION_VALUES])
+def test_ci_values_cover_own_cluster_and_attach_mode() -> None:
+    assert [path.name for path in CI_VALUES] == ["attach-values.yaml", "own-cluster-values.yaml"]
+
+
+@pytest.mark.parametrize("values", SHIPPED_VALUES, ids=lambda path: str(path.relative_to(REPO)))
+def test_lint_strict_passes_with_every_shipped_values_file(values: Path) -> None:
+    output = lint([values])
     assert "1 chart(s) linted, 0 chart(s) failed" in output
     assert "[WARNING]" not in output
     assert "[ERROR]" not in output

@@ -15,7 +15,8 @@ import pytest
 
 from tests.chart.chart_tools import (
     KUBERNETES_VERSIONS,
-    PRODUCTION_VALUES,
+    REPO,
+    SHIPPED_VALUES,
     Manifest,
     crd_errors,
     find,
@@ -27,7 +28,9 @@ from tests.chart.chart_tools import (
 
 VALUE_SETS: dict[str, tuple[list[Path], dict[str, str]]] = {
     "default": ([], {}),
-    "production": ([PRODUCTION_VALUES], {}),
+    # Every values file the project ships: ci/*-values.yaml (own cluster, attach mode),
+    # values-production.yaml, the Bitnami attach values.
+    **{str(path.relative_to(REPO)): ([path], {}) for path in SHIPPED_VALUES},
     "everything-off": (
         [],
         {

@@ -27,6 +27,7 @@ CONTRACT = {
     "VOLUME_QUOTA_TLS_CERT_FILE",
     "VOLUME_QUOTA_TLS_KEY_FILE",
     "VOLUME_QUOTA_TOPIC",
+    "VOLUME_QUOTA_CONSUMER_GROUP",
     "VOLUME_QUOTA_SOFT_LIMIT",
     "VOLUME_QUOTA_HARD_LIMIT",
     "VOLUME_QUOTA_DECISION_FILE",
@@ -174,13 +175,14 @@ def test_the_certificate_files_come_from_a_whole_secret_mount_so_they_rotate_in_
     assert volume["secret"]["secretName"] == f"{RELEASE}-volume-quota-sidecar-tls"
 
 
-def test_probes_use_the_health_endpoints_on_the_metrics_port(
-    default_manifests: list[Manifest],
-) -> None:
+def test_the_sidecar_is_probed_for_liveness_only(default_manifests: list[Manifest]) -> None:
     sidecar = _sidecar(default_manifests)
     assert sidecar["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
-    assert sidecar["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert sidecar["ports"] == [{"name": "metrics", "containerPort": 9464}]
+    # Readiness would make a sidecar that cannot reach Kafka hold its broker unready, and the
+    # PodDisruptionBudget would then block every node drain.
+    assert "readinessProbe" not in sidecar
+    assert "startupProbe" not in sidecar
 
 
 def test_resources_are_small(default_manifests: list[Manifest]) -> None:

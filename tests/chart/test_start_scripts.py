@@ -119,32 +119,127 @@ def test_kafka_start_refuses_a_pod_without_an_ordinal(
     assert not (tmp_path / "kafka" / "bin" / "kafka-server-start.sh.args").exists()
 
 
-def test_the_acl_script_grants_the_sidecar_its_operations(
-    default_manifests: list[Manifest], tmp_path: Path
-) -> None:
-    script = find(default_manifests, "ConfigMap", f"{FULLNAME}-acls")["data"]["grant-acls.sh"]
-    scratch = tmp_path / "scratch"
+# A kafka-acls.sh stand-in: appends its arguments (one call per line) to calls.log, then
+# prints and exits as the next line of responses.txt says ("<status> <output>"; default 0).
+SCRIPTED_ACLS_TOOL = """#!/bin/bash
+here="$(dirname "$0")"
+echo "$*" >> "$here/calls.log"
+calls=$(wc -l < "$here/calls.log")
+response=$(sed -n "${calls}p" "$here/responses.txt" 2>/dev/null)
+status="${response%% *}"
+echo "${response#* }"
+exit "${status:-0}"
+"""
+
+
+def _run_acl_script(
+    manifests: list[Manifest],
+    root: Path,
+    responses: list[str] = (),  # type: ignore[assignment]
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """grant-acls.sh against the scripted stand-in; returns the run and the calls it made."""
+    script = find(manifests, "ConfigMap", f"{FULLNAME}-acls")["data"]["grant-acls.sh"]
+    scratch = root / "scratch"
     scratch.mkdir()
     script = script.replace("/tmp/", f"{scratch}/").replace(
-        "/etc/kafka/admin-tls", str(_tls_dir(tmp_path))
+        "/etc/kafka/admin-tls", str(_tls_dir(root))
     )
-    kafka_home = _stub_kafka_home(tmp_path, ("kafka-acls.sh",))
-    job = find(default_manifests, "Job")["spec"]["template"]["spec"]
+    bin_dir = root / "kafka" / "bin"
+    bin_dir.mkdir(parents=True)
+    tool = bin_dir / "kafka-acls.sh"
+    tool.write_text(SCRIPTED_ACLS_TOOL)
+    tool.chmod(0o755)
+    (bin_dir / "responses.txt").write_text("".join(f"{line}\n" for line in responses))
+    job = find(manifests, "Job")["spec"]["template"]["spec"]
     env = {
         "PATH": os.environ["PATH"],
         **env_values(container(job, "grant-acls")),
-        "KAFKA_HOME": str(kafka_home),
+        "KAFKA_HOME": str(root / "kafka"),
+        "RETRY_INTERVAL_SECONDS": "0",
     }
     completed = subprocess.run(
         ["bash", "-c", script], env=env, capture_output=True, text=True, check=False, timeout=30
     )
+    calls_log = bin_dir / "calls.log"
+    calls = calls_log.read_text().splitlines() if calls_log.exists() else []
+    assert (scratch / "admin.properties").exists()
+    return completed, calls
+
+
+def test_the_acl_script_grants_the_topic_and_the_consumer_group(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    completed, calls = _run_acl_script(default_manifests, tmp_path)
     assert completed.returncode == 0, completed.stderr
-    properties = (scratch / "admin.properties").read_text().splitlines()
+    properties = (tmp_path / "scratch" / "admin.properties").read_text().splitlines()
     assert "security.protocol=SSL" in properties
-    assert f"ssl.keystore.location={scratch}/keystore.pem" in properties
-    # The stub records the last call: the listing after the grant.
-    arguments = (kafka_home / "bin" / "kafka-acls.sh.args").read_text().splitlines()
-    assert arguments[-3:] == ["--list", "--topic", "__volume_quota_snapshots"]
+    assert f"ssl.keystore.location={tmp_path}/scratch/keystore.pem" in properties
+    connection = f"--bootstrap-server {FULLNAME}-0.{POD_DOMAIN}:9092,"
+    assert all(call.startswith(connection) for call in calls)
+    topic_grant, group_grant, *listings = (call.split("--command-config ")[1] for call in calls)
+    assert topic_grant.endswith(
+        "--add --allow-principal User:volume-quota-sidecar --operation Create --operation Write "
+        "--operation Read --operation Describe --operation DescribeConfigs "
+        "--topic __volume_quota_snapshots --resource-pattern-type literal"
+    )
+    # librdkafka's consumer needs a group.id, and the broker checks READ on it.
+    assert group_grant.endswith(
+        "--add --allow-principal User:volume-quota-sidecar --operation Read "
+        "--group volume-quota-consumer --resource-pattern-type literal"
+    )
+    assert [listing.split("admin.properties ")[1] for listing in listings] == [
+        "--list --topic __volume_quota_snapshots",
+        "--list --group volume-quota-consumer",
+    ]
+    assert "running as User:kafka-broker" in completed.stderr
+
+
+def test_the_acl_script_waits_for_a_cluster_that_is_not_up_yet(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    unreachable = "1 org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node"
+    completed, calls = _run_acl_script(default_manifests, tmp_path, [unreachable, unreachable])
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.count("cluster not reachable yet") == 2
+    assert len(calls) == 2 + 4
+
+
+def test_the_acl_script_reports_an_authorization_failure_with_its_principal(
+    production_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    refused = (
+        "1 Error while executing ACL command: org.apache.kafka.common.errors."
+        "ClusterAuthorizationException: Cluster authorization failed."
+    )
+    completed, calls = _run_acl_script(production_manifests, tmp_path, [refused])
+    assert completed.returncode == 3  # the Job's podFailurePolicy ends the Job on 3
+    assert len(calls) == 1  # no retry: waiting does not make a principal a super user
+    assert "authorization failed" in completed.stderr
+    assert "User:kafka-admin" in completed.stderr
+    assert "Secret kafka-admin-tls" in completed.stderr
+    assert "not reachable" not in completed.stderr
+
+
+def test_the_acl_script_reports_a_refused_tls_handshake(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    refused = "1 org.apache.kafka.common.errors.SslAuthenticationException: SSL handshake failed"
+    completed, calls = _run_acl_script(default_manifests, tmp_path, [refused])
+    assert completed.returncode == 4
+    assert len(calls) == 1
+    assert "TLS handshake failed as User:kafka-broker" in completed.stderr
+
+
+def test_a_refusal_fails_the_job_at_once(production_manifests: list[Manifest]) -> None:
+    job = find(production_manifests, "Job")["spec"]
+    assert job["template"]["spec"]["restartPolicy"] == "Never"
+    [rule] = job["podFailurePolicy"]["rules"]
+    assert rule["action"] == "FailJob"
+    assert rule["onExitCodes"] == {
+        "containerName": "grant-acls",
+        "operator": "In",
+        "values": [3, 4],
+    }
 
 
 def _decoded_cluster_id(cluster_id: str) -> bytes:

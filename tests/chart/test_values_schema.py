@@ -57,6 +57,64 @@ def test_a_quota_without_a_sidecar_is_refused() -> None:
     assert "quota.enabled=true needs sidecar.enabled=true" in message
 
 
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            {"aclJob.principal": "admin"},
+            "the ACL Job runs as User:admin (aclJob.principal), which is not a super user",
+        ),
+        (
+            {"aclJob.tls.secretName": "ops-tls"},
+            "aclJob.tls.secretName is set: set aclJob.principal to the CN",
+        ),
+        (
+            {"sidecar.brokerIdOffset": "100"},
+            "sidecar.brokerIdOffset must be 0 with kafka.enabled=true",
+        ),
+        (
+            {"kafka.enabled": "false"},
+            "attach mode) needs attach.volumes",
+        ),
+        (
+            {
+                "kafka.enabled": "false",
+                "attach.volumes[0].name": "data",
+                "attach.volumes[0].mountPath": "/data",
+                "aclJob.enabled": "false",
+            },
+            "attach mode) needs sidecar.bootstrapServers",
+        ),
+        (
+            {
+                "kafka.enabled": "false",
+                "attach.volumes[0].name": "data",
+                "attach.volumes[0].mountPath": "/data",
+                "sidecar.bootstrapServers": "kafka:9092",
+            },
+            "with aclJob.enabled needs aclJob.tls.secretName and aclJob.principal",
+        ),
+        (
+            {
+                "kafka.enabled": "false",
+                "attach.volumes[0].name": "data",
+                "attach.volumes[0].mountPath": "/data",
+                "sidecar.bootstrapServers": "kafka:9092",
+                "aclJob.enabled": "false",
+            },
+            "attach mode) needs attach.podSelector",
+        ),
+    ],
+)
+def test_the_chart_refuses_values_that_cannot_work(settings: dict[str, str], expected: str) -> None:
+    assert expected in _refusal(settings)
+
+
+def test_the_production_acl_principal_is_a_super_user() -> None:
+    production = yaml.safe_load(PRODUCTION_VALUES.read_text())
+    assert f"User:{production['aclJob']['principal']}" in production["kafka"]["superUsers"]
+
+
 def test_a_pause_floor_above_the_base_is_refused() -> None:
     message = _refusal({"quota.pauseBytesPerSecond": "20971520"})
     assert "quota.pauseBytesPerSecond (20971520) must not exceed" in message

@@ -84,10 +84,12 @@ the result decodes to the 16 bytes Kafka expects, and stays the same across upgr
 {{- default (include "volume-quota.brokerTlsSecret" .) .Values.aclJob.tls.secretName -}}
 {{- end -}}
 
-{{/* Every node's client listener by its FQDN, comma-separated. */}}
+{{/* Every node's client listener by its FQDN, comma-separated; in attach mode the value. */}}
 {{- define "volume-quota.bootstrapServers" -}}
 {{- if .Values.sidecar.bootstrapServers -}}
 {{- .Values.sidecar.bootstrapServers -}}
+{{- else if not .Values.kafka.enabled -}}
+{{- fail "kafka.enabled=false (attach mode) needs sidecar.bootstrapServers: the existing cluster's client listener(s), HOST:PORT,..." -}}
 {{- else -}}
 {{- $fullname := include "volume-quota.fullname" . -}}
 {{- $domain := include "volume-quota.podDomain" . -}}
@@ -138,15 +140,69 @@ the result decodes to the 16 bytes Kafka expects, and stays the same across upgr
 /var/lib/kafka/metadata
 {{- end -}}
 
-{{- define "volume-quota.volumeMountPaths" -}}
-{{- $paths := list -}}
+{{/*
+The broker volumes the sidecar measures, as JSON: a list of {name, mountPath, logDir}. name is
+the pod volume (mounted read-only into the sidecar at mountPath), logDir the directory given to
+the sidecar (VOLUME_QUOTA_LOG_DIRS). Own cluster: data-<i> and metadata; attach mode:
+attach.volumes.
+*/}}
+{{- define "volume-quota.brokerVolumes" -}}
+{{- $volumes := list -}}
+{{- if .Values.kafka.enabled -}}
 {{- range $index, $volume := .Values.kafka.storage.data -}}
-{{- $paths = append $paths (include "volume-quota.dataMountPath" $index) -}}
+{{- $path := include "volume-quota.dataMountPath" $index -}}
+{{- $volumes = append $volumes (dict "name" (printf "data-%d" $index) "mountPath" $path "logDir" $path) -}}
 {{- end -}}
 {{- if .Values.kafka.storage.metadata.enabled -}}
-{{- $paths = append $paths (include "volume-quota.metadataMountPath" .) -}}
+{{- $path := include "volume-quota.metadataMountPath" . -}}
+{{- $volumes = append $volumes (dict "name" "metadata" "mountPath" $path "logDir" $path) -}}
+{{- end -}}
+{{- else -}}
+{{- range .Values.attach.volumes -}}
+{{- $volumes = append $volumes (dict "name" .name "mountPath" .mountPath "logDir" (default .mountPath .logDir)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $volumes -}}
+{{- end -}}
+
+{{- define "volume-quota.volumeMountPaths" -}}
+{{- $paths := list -}}
+{{- range (include "volume-quota.brokerVolumes" . | fromJsonArray) -}}
+{{- $paths = append $paths .logDir -}}
 {{- end -}}
 {{- join "," $paths -}}
+{{- end -}}
+
+{{/*
+VOLUME_QUOTA_VOLUME_LIMITS: "LOGDIR:soft=TYPE:LEVEL,hard=TYPE:LEVEL" entries joined by ";". A
+limit's volume is a broker volume's name (data-0, metadata, or an attach.volumes name), which
+becomes its log dir, or an absolute path, given as is.
+*/}}
+{{- define "volume-quota.volumeLimits" -}}
+{{- $byName := dict -}}
+{{- range (include "volume-quota.brokerVolumes" . | fromJsonArray) -}}
+{{- $_ := set $byName .name .logDir -}}
+{{- end -}}
+{{- $entries := list -}}
+{{- range $index, $limit := .Values.sidecar.volumeLimits -}}
+{{- $target := "" -}}
+{{- if hasKey $byName $limit.volume -}}
+{{- $target = get $byName $limit.volume -}}
+{{- else if hasPrefix "/" $limit.volume -}}
+{{- $target = $limit.volume -}}
+{{- else -}}
+{{- fail (printf "sidecar.volumeLimits[%d].volume %q names no broker volume (volumes: %s; or give an absolute log dir or mount point)" $index $limit.volume (keys $byName | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- $assignments := list -}}
+{{- with $limit.soft -}}
+{{- $assignments = append $assignments (printf "soft=%s" .) -}}
+{{- end -}}
+{{- with $limit.hard -}}
+{{- $assignments = append $assignments (printf "hard=%s" .) -}}
+{{- end -}}
+{{- $entries = append $entries (printf "%s:%s" $target (join "," $assignments)) -}}
+{{- end -}}
+{{- join ";" $entries -}}
 {{- end -}}
 
 {{/* Fixed paths inside the pod. */}}
@@ -159,6 +215,32 @@ the result decodes to the 16 bytes Kafka expects, and stays the same across upgr
 {{- define "volume-quota.configTemplateDir" -}}/opt/volume-quota/kafka-config-template{{- end -}}
 {{- define "volume-quota.configDir" -}}/opt/volume-quota/kafka-config{{- end -}}
 
+{{/* The principal the ACL Job runs as: aclJob.principal, else the broker's. */}}
+{{- define "volume-quota.aclJobPrincipal" -}}
+{{- if .Values.aclJob.principal -}}
+{{- .Values.aclJob.principal -}}
+{{- else if .Values.aclJob.tls.secretName -}}
+{{- fail "aclJob.tls.secretName is set: set aclJob.principal to the CN of that Secret's certificate, so that the chart can check it is a super user and the Job can name it" -}}
+{{- else if .Values.kafka.enabled -}}
+{{- .Values.kafka.brokerPrincipal -}}
+{{- else -}}
+{{- fail "kafka.enabled=false (attach mode) with aclJob.enabled needs aclJob.tls.secretName and aclJob.principal: a super user's client certificate for the existing cluster" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Service the sidecars' metrics are scraped through (its name is Prometheus' job). */}}
+{{- define "volume-quota.metricsServiceName" -}}
+{{- if .Values.kafka.enabled -}}
+{{- include "volume-quota.headlessName" . -}}
+{{- else -}}
+{{- printf "%s-metrics" (include "volume-quota.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "volume-quota.metricsServiceComponent" -}}
+{{- if .Values.kafka.enabled -}}kafka-headless{{- else -}}sidecar-metrics{{- end -}}
+{{- end -}}
+
 {{/* Refuse combinations that would leave every producer paused for good. */}}
 {{- define "volume-quota.validate" -}}
 {{- if and .Values.quota.enabled (not .Values.sidecar.enabled) -}}
@@ -167,4 +249,30 @@ the result decodes to the 16 bytes Kafka expects, and stays the same across upgr
 {{- if gt (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond) -}}
 {{- fail (printf "quota.pauseBytesPerSecond (%d) must not exceed quota.produceBaseBytesPerSecond (%d)" (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond)) -}}
 {{- end -}}
+{{- if .Values.kafka.enabled -}}
+{{- if and (ne (int .Values.sidecar.brokerIdOffset) 0) (ne .Values.sidecar.brokerIdSource "metaProperties") -}}
+{{- fail "sidecar.brokerIdOffset must be 0 with kafka.enabled=true: this chart's brokers are numbered from 0 (node.id = pod ordinal)" -}}
+{{- end -}}
+{{- if and .Values.aclJob.enabled .Values.sidecar.enabled -}}
+{{- $principal := printf "User:%s" (include "volume-quota.aclJobPrincipal" .) -}}
+{{- if not (has $principal (splitList ";" (include "volume-quota.superUsers" .))) -}}
+{{- fail (printf "the ACL Job runs as %s (aclJob.principal), which is not a super user (kafka.brokerPrincipal, kafka.superUsers: %s): the cluster would refuse every ACL it grants" $principal (include "volume-quota.superUsers" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- else -}}
+{{- if not .Values.sidecar.enabled -}}
+{{- fail "kafka.enabled=false (attach mode) needs sidecar.enabled=true: the sidecar is all this chart adds to an existing cluster" -}}
+{{- end -}}
+{{- if not .Values.attach.volumes -}}
+{{- fail "kafka.enabled=false (attach mode) needs attach.volumes: the broker pod's volumes holding its log dirs (name, mountPath, logDir)" -}}
+{{- end -}}
+{{- $_ := include "volume-quota.bootstrapServers" . -}}
+{{- if .Values.aclJob.enabled -}}
+{{- $_ := include "volume-quota.aclJobPrincipal" . -}}
+{{- end -}}
+{{- if not .Values.attach.podSelector -}}
+{{- fail "kafka.enabled=false (attach mode) needs attach.podSelector: the labels of the existing broker pods" -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := include "volume-quota.volumeLimits" . -}}
 {{- end -}}
