@@ -37,12 +37,16 @@ import itertools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
+from spark_history.robust_trend import (
+    FloatArray,
+    SlopeEstimate,
+    theil_sen,
+    without_daily_cycle,
+)
 
 
 class Trend(StrEnum):
@@ -57,6 +61,13 @@ class Trend(StrEnum):
     """No significant growth (an idle volume, or noise)."""
     SHRINKING = "shrinking"
     INSUFFICIENT_DATA = "insufficient-data"
+    FULL = "full"
+    """Already full now: hours to full is 0."""
+    RETIRED = "retired"
+    """The broker left (a tombstone after its last snapshot) or has been silent too long:
+    flagged, not forecast."""
+    ERROR = "error"
+    """The forecast of this volume failed; the reason says why. The other volumes are fine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,10 @@ class ForecastParams:
     knee_fraction: float = 0.5
     """Plateau when the last ``recent_hours`` grew significantly slower than this fraction of
     the fitted slope."""
+    full_free_fraction: float = 0.001
+    """A volume whose newest snapshot has at most this fraction of capacity free is full."""
+    retired_after_hours: float = 24.0
+    """A volume without a snapshot for longer than this before ``at`` is retired (silent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,50 +107,6 @@ class VolumeForecast:
     hours_to_full_high: float | None
     steps: int
     drops: int
-
-
-@dataclass(frozen=True, slots=True)
-class SlopeEstimate:
-    slope: float
-    low: float
-    high: float
-
-
-def theil_sen(x: FloatArray, y: FloatArray, confidence: float = 0.90) -> SlopeEstimate:
-    """Median pairwise slope with Sen's interval on an autocorrelation-corrected sample size."""
-    n = x.size
-    if n < 2:
-        return SlopeEstimate(0.0, -math.inf, math.inf)
-    first, second = np.triu_indices(n, k=1)
-    dx = x[second] - x[first]
-    usable = dx != 0
-    slopes = np.sort((y[second] - y[first])[usable] / dx[usable])
-    if slopes.size == 0:
-        return SlopeEstimate(0.0, -math.inf, math.inf)
-    slope = float(np.median(slopes))
-    intercept = float(np.median(y - slope * x))
-    n_eff = _effective_size(y - slope * x - intercept)
-    if n_eff < 3:
-        return SlopeEstimate(slope, -math.inf, math.inf)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    pairs_eff = n_eff * (n_eff - 1) / 2
-    spread = z * math.sqrt(n_eff * (n_eff - 1) * (2 * n_eff + 5) / 18) / (2 * pairs_eff)
-    if spread >= 0.5:
-        return SlopeEstimate(slope, -math.inf, math.inf)
-    low, high = np.quantile(slopes, [0.5 - spread, 0.5 + spread])
-    return SlopeEstimate(slope, float(low), float(high))
-
-
-def _effective_size(residuals: FloatArray) -> float:
-    """AR(1) effective sample size: n (1 - rho) / (1 + rho), rho the lag-1 autocorrelation."""
-    n = residuals.size
-    centred = residuals - residuals.mean()
-    denominator = float(np.dot(centred, centred))
-    if n < 3 or denominator == 0:
-        return float(n)
-    rho = float(np.dot(centred[1:], centred[:-1])) / denominator
-    rho = min(max(rho, 0.0), 0.95)
-    return n * (1 - rho) / (1 + rho)
 
 
 def hour_bucket(hours: FloatArray) -> FloatArray:
@@ -205,7 +176,7 @@ def forecast_hourly(
 
     in_fit = hours > fit_start
     fit_hours = hours[in_fit]
-    smooth = _without_daily_cycle(fit_hours, adjusted[in_fit])
+    smooth = without_daily_cycle(fit_hours, adjusted[in_fit])
     estimate = theil_sen(fit_hours, smooth, params.confidence)
     recent = fit_hours > fit_hours[-1] - params.recent_hours
     recent_estimate = theil_sen(fit_hours[recent], smooth[recent], params.confidence)
@@ -281,36 +252,6 @@ def _fill(
     )
 
 
-def _without_daily_cycle(hours: FloatArray, values: FloatArray) -> FloatArray:
-    """Subtract the daily cycle (24 h and 12 h harmonics of the detrended series).
-
-    A daily cycle is deterministic, not noise: left in, it makes the residuals look strongly
-    autocorrelated and the slope's interval uselessly wide. Four harmonic coefficients, not an
-    hour-of-day profile: a 24-value profile fitted on three days would absorb the noise too
-    and make the interval falsely narrow. Needs two days of data.
-    """
-    if hours.size < 24 or hours[-1] - hours[0] < 47:
-        return values
-    hour_of_day = np.mod(np.floor(hours), 24).astype(np.int64)
-    # The seasonal Sen slope (pairs at the same hour of day, whole days apart) is blind to
-    # the cycle, so the harmonics below are not tilted by a biased trend.
-    first, second = np.triu_indices(hours.size, k=1)
-    same_hour = hour_of_day[first] == hour_of_day[second]
-    first, second = first[same_hour], second[same_hour]
-    rough_slope = float(
-        np.median((values[second] - values[first]) / (hours[second] - hours[first]))
-    )
-    residuals = values - rough_slope * hours
-    angle = 2 * math.pi * hours / 24.0
-    design = np.column_stack(
-        [np.ones_like(hours), np.sin(angle), np.cos(angle), np.sin(2 * angle), np.cos(2 * angle)]
-    )
-    coefficients, *_ = np.linalg.lstsq(design, residuals, rcond=None)
-    cycle = design[:, 1:] @ coefficients[1:]
-    deseasonalized: FloatArray = values - cycle
-    return deseasonalized
-
-
 def _no_fill(
     trend: Trend,
     level: float,
@@ -333,19 +274,23 @@ def _remove_steps(
     and the jump threshold used (a noise-level tolerance for comparing peaks).
     """
     jumps = np.diff(values)
+    # Changes are judged against the typical rate times the time they span: the growth
+    # accumulated across a gap in the history is not a step.
+    spans = np.maximum(np.diff(hours), 1.0)
+    rates = jumps / spans
     drop_mask = np.zeros(values.size, dtype=bool)
     if jumps.size < 3:
         return values.copy(), 0, drop_mask, params.min_jump_fraction * capacity
     # With two days or more, compare each hour's change with the same hour on other days:
     # the daily cycle's own rises and falls then stop hiding steps and drops.
-    centre: FloatArray | float = float(np.median(jumps))
+    centre: FloatArray | float = float(np.median(rates))
     if hours[-1] - hours[0] >= 48:
         hour_of_day = np.mod(np.floor(hours[1:]), 24).astype(np.int64)
         profile = np.zeros(24)
         for hour in np.unique(hour_of_day):
-            profile[hour] = np.median(jumps[hour_of_day == hour])
+            profile[hour] = np.median(rates[hour_of_day == hour])
         centre = profile[hour_of_day]
-    deviation = jumps - centre
+    deviation = jumps - centre * spans
     scale = 1.4826 * float(np.median(np.abs(deviation - np.median(deviation))))
     threshold = max(params.jump_sigmas * scale, params.min_jump_fraction * capacity)
     up = deviation > threshold

@@ -30,22 +30,45 @@ def hourly_envelope(rows: DataFrame, at: datetime, lookback_hours: float) -> Dat
         window = window.where(
             F.col("date").between(F.lit(first_day), F.lit(at.astimezone(UTC).date()))
         )
-    window = window.withColumn("bucket", F.ceil(offset_hours).cast("int"))
+    window = window.withColumn("offsetHours", offset_hours).withColumn(
+        "bucket", F.ceil(offset_hours).cast("int")
+    )
     return window.groupBy("brokerId", "volumeName", "bucket").agg(
         F.max("consumed").alias("maxConsumed"),
         F.max_by("consumed", "snapshotAt").alias("lastConsumed"),
         F.max_by("capacity", "snapshotAt").alias("capacity"),
         F.max_by("path", "snapshotAt").alias("path"),
         F.max("snapshotAt").alias("lastAt"),
+        F.max("offsetHours").alias("lastHours"),
     )
 
 
+def with_retirements(hourly: DataFrame, tombstones: DataFrame | None, at: datetime) -> DataFrame:
+    """Add ``retiredHours``: each broker's newest tombstone before ``at`` (hours from ``at``)."""
+    if tombstones is None:
+        return hourly.withColumn("retiredHours", F.lit(None).cast("double"))
+    offset = (F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at.timestamp())) / 3600.0
+    latest = (
+        tombstones.where(F.col("snapshotAt") <= F.lit(at))
+        .groupBy("brokerId")
+        .agg(F.max(offset).alias("retiredHours"))
+    )
+    return hourly.join(F.broadcast(latest), "brokerId", "left")
+
+
 def forecast_volumes(
-    rows: DataFrame, at: datetime, params: ForecastParams | None = None
+    rows: DataFrame,
+    at: datetime,
+    params: ForecastParams | None = None,
+    tombstones: DataFrame | None = None,
 ) -> DataFrame:
-    """One forecast row per volume seen in the lookback window before ``at``."""
+    """One forecast row per volume seen in the lookback window before ``at``.
+
+    ``tombstones`` (``brokerId``, ``snapshotAt``: when the broker's tombstone was read) mark
+    brokers that left; their volumes are flagged ``retired`` and not forecast.
+    """
     params = params or ForecastParams()
-    hourly = hourly_envelope(rows, at, params.lookback_hours)
+    hourly = with_retirements(hourly_envelope(rows, at, params.lookback_hours), tombstones, at)
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
         return forecast_group(frame, params)

@@ -13,7 +13,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.errors import HistoryUsageError
-from spark_history.snapshot_rows import VOLUME_ROW_COLUMNS, classify_messages, volume_rows
+from spark_history.snapshot_rows import (
+    VOLUME_ROW_COLUMNS,
+    classify_messages,
+    only_volumes,
+    tombstone_rows,
+    volume_rows,
+)
 
 
 def is_parquet_dataset(path: Path) -> bool:
@@ -25,7 +31,16 @@ def is_parquet_dataset(path: Path) -> bool:
 
 
 def load_history(session: SparkSession, path: Path) -> DataFrame:
-    """Volume rows (the dataset's columns) from ``path``."""
+    """Volume rows (the dataset's columns) from ``path``, without tombstone rows."""
+    return only_volumes(_load_rows(session, path))
+
+
+def load_tombstones(session: SparkSession, path: Path) -> DataFrame:
+    """(``brokerId``, ``snapshotAt``) of the tombstones the ingest recorded (none in JSONL)."""
+    return tombstone_rows(_load_rows(session, path))
+
+
+def _load_rows(session: SparkSession, path: Path) -> DataFrame:
     if not path.exists():
         raise HistoryUsageError(f"input {path} does not exist")
     if is_parquet_dataset(path):

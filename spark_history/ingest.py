@@ -87,7 +87,7 @@ def kafka_messages(session: SparkSession, source: KafkaSource) -> DataFrame:
     )
     for key, value in source.options.items():
         reader = reader.option(key, value)
-    return reader.load().select("key", "value")
+    return reader.load().select("key", "value", "timestamp")
 
 
 def jsonl_messages(session: SparkSession, source: JsonlSource) -> DataFrame:

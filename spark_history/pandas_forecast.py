@@ -24,6 +24,7 @@ def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: flo
     keep = (offset_hours <= 0) & (offset_hours > -lookback_hours)
     window = rows.loc[keep, ["brokerId", "volumeName", "capacity", "consumed", "path"]].copy()
     window["snapshotAt"] = instants[keep]
+    window["offsetHours"] = offset_hours[keep]
     window["bucket"] = np.ceil(offset_hours[keep]).astype(np.int64)
     window = window.sort_values("snapshotAt", kind="stable")
     grouped = window.groupby(["brokerId", "volumeName", "bucket"], sort=False, observed=True)
@@ -33,15 +34,36 @@ def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: flo
         capacity=("capacity", "last"),
         path=("path", "last"),
         lastAt=("snapshotAt", "last"),
+        lastHours=("offsetHours", "max"),
     )
     return hourly.reset_index()
 
 
+def retired_hours_pandas(
+    hourly: pd.DataFrame, tombstones: pd.DataFrame | None, at: datetime
+) -> pd.DataFrame:
+    """``retiredHours`` per broker, as ``forecast.with_retirements`` computes it."""
+    result = hourly.copy()
+    result["retiredHours"] = np.nan
+    if tombstones is None or tombstones.empty:
+        return result
+    instants = pd.to_datetime(tombstones["snapshotAt"], utc=True)
+    offsets = (instants - pd.Timestamp(at)).dt.total_seconds() / 3600.0
+    latest = offsets[offsets <= 0].groupby(tombstones["brokerId"][offsets <= 0]).max()
+    result["retiredHours"] = result["brokerId"].map(latest).astype(np.float64)
+    return result
+
+
 def forecast_volumes_pandas(
-    rows: pd.DataFrame, at: datetime, params: ForecastParams | None = None
+    rows: pd.DataFrame,
+    at: datetime,
+    params: ForecastParams | None = None,
+    tombstones: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     params = params or ForecastParams()
-    hourly = hourly_envelope_pandas(rows, at, params.lookback_hours)
+    hourly = retired_hours_pandas(
+        hourly_envelope_pandas(rows, at, params.lookback_hours), tombstones, at
+    )
     results = [
         forecast_group(group, params)
         for _, group in hourly.groupby(["brokerId", "volumeName"], sort=True, observed=True)

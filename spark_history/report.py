@@ -87,11 +87,12 @@ def write_report(
     forecast_params: ForecastParams,
     tuning: TuningParams,
     max_plotted: int = 12,
+    tombstones: DataFrame | None = None,
 ) -> ReportFiles:
     """Run the three analyses on ``rows`` and write the report files into ``output_dir``."""
     output_dir.mkdir(parents=True, exist_ok=True)
     with step("forecast"):
-        forecast = worst_first(forecast_volumes(rows, at, forecast_params).toPandas())
+        forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
     with step("threshold replay"):
         tradeoffs = threshold_tradeoffs(rows, at, tuning)
     with step("balance"):

@@ -188,14 +188,35 @@ def rejection_metrics() -> list[Column]:
 
 
 def volume_rows(classified: DataFrame) -> DataFrame:
-    """One row per volume of each valid message, with effective limits and their thresholds."""
+    """One row per volume of each valid message, with effective limits and their thresholds.
+
+    A tombstone with a valid key (a broker retired from the topic) becomes one *tombstone
+    row*: ``brokerId`` from the key, ``snapshotAt`` the message's timestamp (the
+    ``timestamp`` column, when the source has one), ``volumeName`` and every figure null.
+    Readers of the volumes drop these rows (:func:`only_volumes`); the forecast uses them to
+    stop forecasting a broker that left.
+    """
     # Not ``where(rejection IS NULL)``: the optimizer would push that filter below the
     # projection and inline ``from_json`` into it once per field reference (dozens of parses
     # per message). Exploding a null array drops the row just the same, parsed once.
-    volumes = F.when(F.col("rejection").isNull(), F.col("snapshot.volumes"))
+    volume_type = snapshot_schema()["volumes"].dataType.elementType  # type: ignore[attr-defined]
+    key_text = F.col("key").cast("string")
+    retired = (
+        (F.col("rejection") == TOMBSTONE)
+        & key_text.rlike(_KEY_PATTERN)
+        & (key_text.cast("long") <= MAX_BROKER_ID)
+    )
+    volumes = F.when(F.col("rejection").isNull(), F.col("snapshot.volumes")).when(
+        retired, F.array(F.lit(None).cast(volume_type))
+    )
+    received = (
+        F.col("timestamp").cast("timestamp")
+        if "timestamp" in classified.columns
+        else F.lit(None).cast("timestamp")
+    )
     exploded = classified.select(
-        F.col("snapshot.brokerId").cast("int").alias("brokerId"),
-        F.to_timestamp(F.col("snapshot.snapshotAt")).alias("snapshotAt"),
+        F.coalesce(F.col("snapshot.brokerId"), key_text.cast("long")).cast("int").alias("brokerId"),
+        F.coalesce(F.to_timestamp(F.col("snapshot.snapshotAt")), received).alias("snapshotAt"),
         F.col("snapshot.softLimit").alias("brokerSoft"),
         F.col("snapshot.hardLimit").alias("brokerHard"),
         F.explode(volumes).alias("volume"),
@@ -229,6 +250,16 @@ def volume_rows(classified: DataFrame) -> DataFrame:
         F.col("thresholds.hard").alias("hardThresholdBytes"),
         F.to_date(F.col("snapshotAt")).alias("date"),
     )
+
+
+def only_volumes(rows: DataFrame) -> DataFrame:
+    """The volume rows of the dataset, without tombstone rows."""
+    return rows.where(F.col("volumeName").isNotNull())
+
+
+def tombstone_rows(rows: DataFrame) -> DataFrame:
+    """(``brokerId``, ``snapshotAt``) of every tombstone recorded by the ingest."""
+    return rows.where(F.col("volumeName").isNull()).select("brokerId", "snapshotAt")
 
 
 @lru_cache(maxsize=65536)
@@ -276,7 +307,8 @@ def threshold_bytes(
 
 def _thresholds(types: pd.Series, levels: pd.Series, capacities: pd.Series) -> pd.Series:
     batch = pd.DataFrame({"type": types, "level": levels, "capacity": capacities})
-    distinct = batch.drop_duplicates().copy()
+    # Tombstone rows carry no limits: their thresholds are null.
+    distinct = batch.dropna().drop_duplicates().copy()
     distinct["threshold"] = [
         limit_threshold(str(kind), float(level), int(capacity))
         for kind, level, capacity in distinct.itertuples(index=False, name=None)

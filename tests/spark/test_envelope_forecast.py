@@ -12,8 +12,8 @@ from spark_history.envelope_forecast import (
     Trend,
     forecast_hourly,
     hourly_maxima,
-    theil_sen,
 )
+from spark_history.robust_trend import theil_sen
 
 pytestmark = pytest.mark.spark
 

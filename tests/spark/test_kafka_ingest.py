@@ -21,6 +21,8 @@ from typing import cast
 import pytest
 from pyspark.sql import SparkSession
 
+from spark_history.snapshot_rows import only_volumes, tombstone_rows
+
 _LOCAL_CLUSTER_ROOT = Path(__file__).resolve().parents[2] / "deploy" / "local"
 if str(_LOCAL_CLUSTER_ROOT) not in sys.path:
     sys.path.insert(0, str(_LOCAL_CLUSTER_ROOT))
@@ -110,16 +112,18 @@ def test_kafka_ingest_over_mtls_is_incremental_and_counts_skips(
     assert _count(summary, "key_mismatch") == 1
     assert _count(summary, "invalid_key") == 1
     dataset = str(tmp_path / "dataset")
-    assert spark.read.parquet(dataset).count() == 9 * 2
+    assert only_volumes(spark.read.parquet(dataset)).count() == 9 * 2
+    # The tombstone is recorded (broker 9 retired), stamped with the message's time.
+    assert [row["brokerId"] for row in tombstone_rows(spark.read.parquet(dataset)).collect()] == [9]
 
     again = _ingest(cluster, tmp_path)
     assert "0 messages" in again, again
-    assert spark.read.parquet(dataset).count() == 9 * 2
+    assert only_volumes(spark.read.parquet(dataset)).count() == 9 * 2
 
     later = [(str(broker).encode(), _snapshot(broker, 10, 300)) for broker in (0, 1, 2)]
     assert produce(publisher, SNAPSHOT_TOPIC, later).all_delivered
     assert "3 messages" in _ingest(cluster, tmp_path)
-    rows = spark.read.parquet(dataset)
+    rows = only_volumes(spark.read.parquet(dataset))
     assert rows.count() == 12 * 2
     assert rows.select("brokerId", "volumeName", "snapshotAt").distinct().count() == 12 * 2
     latest = rows.where("brokerId = 2 AND volumeName = '/dev/b'").orderBy("snapshotAt").collect()

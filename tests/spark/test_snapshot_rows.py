@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from pyspark.sql import SparkSession
@@ -14,6 +15,8 @@ from spark_history.snapshot_rows import (
     TOMBSTONE,
     classify_messages,
     limit_threshold,
+    only_volumes,
+    tombstone_rows,
     volume_rows,
 )
 
@@ -149,3 +152,20 @@ def test_limit_threshold_is_the_consumers_rule() -> None:
     assert limit_threshold("MinFreePercentage", 12.5, 8_000) == free_bytes_threshold(
         MinFreePercentageLimit(type="MinFreePercentage", level=12.5), 8_000
     )
+
+
+def test_a_tombstone_becomes_one_tombstone_row_with_its_timestamp(spark: SparkSession) -> None:
+    frame = spark.createDataFrame(
+        [
+            (b"3", GOOD, datetime(2026, 11, 22, 10, 0)),
+            (b"7", None, datetime(2026, 11, 22, 11, 30)),
+            (b"x", None, datetime(2026, 11, 22, 11, 31)),  # no broker id in the key: dropped
+        ],
+        "key binary, value binary, timestamp timestamp",
+    )
+    rows = volume_rows(classify_messages(frame, check_key=True))
+    assert sorted(row["volumeName"] for row in only_volumes(rows).collect()) == ["/dev/a", "/dev/b"]
+    stones = tombstone_rows(rows).collect()
+    assert [(row["brokerId"], row["snapshotAt"]) for row in stones] == [
+        (7, datetime(2026, 11, 22, 11, 30))
+    ]

@@ -1,0 +1,219 @@
+"""What the ``history`` subcommands do once their options are parsed (``commands.py``).
+
+pyspark, pandas and matplotlib load inside the run functions, so ``volume-quota --help`` stays
+fast.
+"""
+
+# ruff: noqa: PLC0415 - imports are lazy on purpose: `volume-quota --help` must not load Spark
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from spark_history.errors import HistoryUsageError
+from volume_quota.arguments import iso_instant
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_history.envelope_forecast import ForecastParams
+    from spark_history.session import StageProgress
+    from spark_history.thresholds import TuningParams
+
+
+def run_ingest(arguments: argparse.Namespace) -> int:
+    from spark_history.ingest import JsonlSource, KafkaSource
+    from spark_history.kafka_tls import TlsFiles, kafka_tls_options
+
+    if arguments.source == "jsonl":
+        if arguments.input is None:
+            raise HistoryUsageError("--source jsonl needs --input PATH")
+        if not arguments.input.exists():
+            raise HistoryUsageError(f"input {arguments.input} does not exist")
+        source: JsonlSource | KafkaSource = JsonlSource(arguments.input)
+        return _ingest(arguments, source, jars=False)
+    if not arguments.bootstrap or not arguments.topic:
+        raise HistoryUsageError("--source kafka needs --bootstrap and --topic")
+    tls = TlsFiles(
+        ca=arguments.ssl_ca,
+        cert=arguments.ssl_cert,
+        key=arguments.ssl_key,
+        key_password=arguments.ssl_key_password,
+        keystore=arguments.ssl_keystore,
+        keystore_password=arguments.ssl_keystore_password,
+        truststore=arguments.ssl_truststore,
+        truststore_password=arguments.ssl_truststore_password,
+    )
+    with kafka_tls_options(tls) as tls_options:
+        options = {**tls_options, **dict(arguments.kafka_option)}
+        return _ingest(
+            arguments, KafkaSource(arguments.bootstrap, arguments.topic, options), jars=True
+        )
+
+
+def _ingest(arguments: argparse.Namespace, source: object, jars: bool) -> int:
+    from spark_history.ingest import JsonlSource, KafkaSource, run_ingest
+    from spark_history.session import step
+
+    assert isinstance(source, JsonlSource | KafkaSource)
+    session = _session(arguments, kafka=jars)
+    with step("ingest"), _progress(session):
+        counts = _spark_call(
+            lambda: run_ingest(session, source, arguments.checkpoint, arguments.output)
+        )
+    print(f"ingested {counts.describe()}")
+    return 0
+
+
+def run_forecast(arguments: argparse.Namespace) -> int:
+    from spark_history.forecast import forecast_volumes
+    from spark_history.forecast_frame import FORECAST_COLUMNS
+    from spark_history.history_input import load_history, load_tombstones
+    from spark_history.session import step
+
+    _check_input(arguments.input)
+    at = _evaluation_time(arguments.at)
+    params = _forecast_params(arguments)
+    session = _session(arguments)
+    with step("forecast"), _progress(session):
+        rows = _spark_call(lambda: load_history(session, arguments.input))
+        tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
+        table = _spark_call(lambda: forecast_volumes(rows, at, params, tombstones).toPandas())
+    if table.empty:
+        raise HistoryUsageError(
+            f"no snapshots in {arguments.input} in the "
+            f"{arguments.lookback_days:g} days before {at.isoformat()}"
+        )
+    table = table.sort_values(
+        ["hoursToFull", "usedPercent"], ascending=[True, False], na_position="last"
+    )
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    table[list(FORECAST_COLUMNS)].to_csv(arguments.output, index=False)
+    print(f"wrote {arguments.output}: {describe_forecast(table, arguments.horizon_days)}")
+    return 0
+
+
+def describe_forecast(table: object, horizon_days: float) -> str:
+    """One line: how many volumes, how many fill, are full, retired, or failed."""
+    import pandas as pd
+
+    assert isinstance(table, pd.DataFrame)
+    trends = table["trend"].value_counts()
+    filling = int((table["hoursToFull"].notna() & (table["trend"] != "full")).sum())
+    text = (
+        f"{len(table)} volumes, {int(trends.get('full', 0))} full now, {filling} forecast "
+        f"to fill within {horizon_days:g} days, {int(trends.get('retired', 0))} retired "
+        f"(not forecast), {int(trends.get('error', 0))} in error"
+    )
+    errors = table[table["trend"] == "error"]
+    if not errors.empty:
+        first = errors.iloc[0]
+        text += f" (first: broker {first['brokerId']} {first['volumeName']}: {first['reason']})"
+    return text
+
+
+def run_report(arguments: argparse.Namespace) -> int:
+    from spark_history.history_input import load_history, load_tombstones
+    from spark_history.report import write_report
+
+    _check_input(arguments.input)
+    if arguments.max_plotted < 1:
+        raise HistoryUsageError("--max-plotted must be at least 1")
+    at = _evaluation_time(arguments.at)
+    session = _session(arguments)
+    with _progress(session):
+        rows = _spark_call(lambda: load_history(session, arguments.input).cache())
+        if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
+            raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
+        files = _spark_call(
+            lambda: write_report(
+                rows,
+                at,
+                arguments.output_dir,
+                forecast_params=_forecast_params(arguments),
+                tuning=_tuning_params(arguments),
+                max_plotted=arguments.max_plotted,
+                tombstones=load_tombstones(session, arguments.input),
+            )
+        )
+    print(f"wrote {files.html} (and forecast.csv, thresholds.csv, balance.csv, summary.json)")
+    return 0
+
+
+def _forecast_params(arguments: argparse.Namespace) -> ForecastParams:
+    from spark_history.envelope_forecast import ForecastParams
+
+    return ForecastParams(
+        lookback_hours=arguments.lookback_days * 24.0,
+        horizon_hours=arguments.horizon_days * 24.0,
+        retired_after_hours=arguments.retired_after_hours,
+    )
+
+
+def _tuning_params(arguments: argparse.Namespace) -> TuningParams:
+    from spark_history.thresholds import DEFAULT_HARD_GRID, DEFAULT_SOFT_GRID, TuningParams
+
+    params = TuningParams(
+        soft_grid=arguments.soft_grid or DEFAULT_SOFT_GRID,
+        hard_grid=arguments.hard_grid or DEFAULT_HARD_GRID,
+        min_warning_hours=arguments.min_warning_hours,
+    )
+    if not params.candidates():
+        raise HistoryUsageError("no candidate: every soft limit must exceed some hard limit")
+    return params
+
+
+def _evaluation_time(text: str | None) -> datetime:
+    """``--at`` as an aware datetime (now when absent); a bad value is a usage error."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return iso_instant(text)
+    except argparse.ArgumentTypeError as error:
+        raise HistoryUsageError(f"--at: {error}") from None
+
+
+def _check_input(path: Path) -> None:
+    if not path.exists():
+        raise HistoryUsageError(f"input {path} does not exist")
+
+
+def _session(arguments: argparse.Namespace, kafka: bool = False) -> SparkSession:
+    from spark_history.connector import ensure_connector_jars
+    from spark_history.session import SessionSettings, build_session
+
+    conf = dict(arguments.conf)
+    jars = []
+    # Under spark-submit (its JVM started this Python, PYSPARK_GATEWAY_PORT is set) the
+    # classpath is fixed already: the connector comes from spark-submit's --jars/--packages.
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    wants_connector = "spark.jars" not in conf and "spark.jars.packages" not in conf
+    if kafka and wants_connector and not under_spark_submit:
+        jars = ensure_connector_jars()
+    settings = SessionSettings(master=arguments.master, conf=conf, jars=jars)
+    return build_session(settings)
+
+
+def _progress(session: SparkSession) -> StageProgress:
+    from spark_history.session import StageProgress
+
+    return StageProgress(session)
+
+
+_T = TypeVar("_T")
+
+
+def _spark_call(call: Callable[[], _T]) -> _T:
+    """Run ``call``; Spark's complaints about the input become one-line usage errors."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return call()
+    except AnalysisException as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise HistoryUsageError(f"Spark cannot read the input: {first_line[:300]}") from None
