@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from schemas.decision import OnMissing
 
-DEFAULT_STALE_AFTER_SECONDS = 60.0
+DEFAULT_STALE_AFTER_SECONDS = 30.0
 DEFAULT_MAX_CLOCK_SKEW_SECONDS = 5.0
 DEFAULT_MAX_REASONS = 20
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from volume_quota.durations import seconds_to_milliseconds
-
 DEFAULT_TOPIC = "__volume_quota_snapshots"
 DEFAULT_MIN_COMPACTION_LAG_SECONDS = 24 * 3600.0
 DEFAULT_SEGMENT_SECONDS = 3600.0
 DEFAULT_DELETE_RETENTION_SECONDS = 24 * 3600.0
+
+
+def seconds_to_milliseconds(seconds: float) -> int:
+    """Whole milliseconds for Kafka settings such as ``min.compaction.lag.ms``."""
+    return round(seconds * 1000)
 
 
 @dataclass(frozen=True, slots=True)

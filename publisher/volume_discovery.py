@@ -17,8 +17,7 @@ from pathlib import Path
 import psutil
 
 from publisher.mount_points import Mount, containing_mount, has_own_device
-from publisher.volumes import Volume
-from volume_quota.limit_parsing import VolumeLimitOverride
+from publisher.volumes import Volume, VolumeLimitOverride
 
 
 class VolumeDiscoveryError(ValueError):

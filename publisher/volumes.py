@@ -34,3 +34,13 @@ class VolumeMeasurement:
     @property
     def consumed_bytes(self) -> int:
         return min(self.capacity_bytes, max(0, self.capacity_bytes - self.free_bytes))
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeLimitOverride:
+    """Limits for one volume that replace the broker-wide ones; ``volume`` names it as
+    configured (a log dir, a mount point or a device)."""
+
+    volume: str
+    soft_limit: Limit | None = None
+    hard_limit: Limit | None = None

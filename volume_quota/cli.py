@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = arguments.run(arguments)
     except UsageError as error:
-        print(f"volume-quota: error: {error}", file=sys.stderr)
+        for problem in error.problems or (str(error),):
+            print(f"volume-quota: error: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -35,8 +35,3 @@ def parse_duration(text: str) -> float:
     if not math.isfinite(seconds):
         raise ValueError(f"{text!r} is too large")
     return seconds
-
-
-def seconds_to_milliseconds(seconds: float) -> int:
-    """Whole milliseconds for Kafka settings such as ``min.compaction.lag.ms``."""
-    return round(seconds * 1000)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from volume_quota.durations import seconds_to_milliseconds
+from publisher.topic_requirements import seconds_to_milliseconds
 
 RECONNECT_BACKOFF_MAX_MS = 5000
 """librdkafka's default is 10 s; 5 s lets the publisher notice a returning cluster sooner."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
+from publisher.volumes import VolumeLimitOverride
 from schemas.snapshot import (
     ConsumedSpaceLimit,
     Limit,
@@ -77,15 +77,6 @@ def format_limit(limit: Limit) -> str:
         level = limit.level
         return f"{limit.type.value}:{int(level) if level.is_integer() else level}"
     return f"{limit.type.value}:{format_byte_size(limit.level)}"
-
-
-@dataclass(frozen=True, slots=True)
-class VolumeLimitOverride:
-    """Limits for one volume that replace the broker-wide ones; ``volume`` is as configured."""
-
-    volume: str
-    soft_limit: Limit | None = None
-    hard_limit: Limit | None = None
 
 
 _OVERRIDE_PATTERN = re.compile(r"^(?P<volume>.+?):(?P<assignments>(?:soft|hard)\s*=.*)$", re.I)

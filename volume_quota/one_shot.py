@@ -12,18 +12,18 @@ from publisher.snapshot_building import build_snapshot
 from publisher.topic_setup import TopicOutcome, check_topic, new_admin_client
 from publisher.volume_measurement import measure_volumes
 from schemas.snapshot import VolumeSnapshot, snapshot_key
+from volume_quota.config import PublishSettings
 from volume_quota.daemons.publisher import discover_configured_volumes
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import admin_config, producer_config
 from volume_quota.logging_setup import with_client_logger
-from volume_quota.settings import PublisherSettings
 
 
 class PublicationFailedError(RuntimeError):
     """Kafka did not take the message; the command exits with status 1."""
 
 
-def measure_snapshot(settings: PublisherSettings, clock: Clock | None = None) -> VolumeSnapshot:
+def measure_snapshot(settings: PublishSettings, clock: Clock | None = None) -> VolumeSnapshot:
     clock = clock or SystemClock()
     broker_id = settings.required_broker_id()
     volumes = discover_configured_volumes(settings)
@@ -32,12 +32,12 @@ def measure_snapshot(settings: PublisherSettings, clock: Clock | None = None) ->
     )
 
 
-def print_snapshot(settings: PublisherSettings, output: BinaryIO) -> None:
+def print_snapshot(settings: PublishSettings, output: BinaryIO) -> None:
     output.write(measure_snapshot(settings).to_json_bytes() + b"\n")
     output.flush()
 
 
-def publish_snapshot_once(settings: PublisherSettings) -> VolumeSnapshot:
+def publish_snapshot_once(settings: PublishSettings) -> VolumeSnapshot:
     snapshot = measure_snapshot(settings)
     _send_after_topic_check(
         settings, snapshot_key(snapshot.broker_id), snapshot.to_json_bytes(), create_topic=None
@@ -45,7 +45,7 @@ def publish_snapshot_once(settings: PublisherSettings) -> VolumeSnapshot:
     return snapshot
 
 
-def retire_broker(settings: PublisherSettings) -> int:
+def retire_broker(settings: PublishSettings) -> int:
     """Write a tombstone for the broker: compaction then forgets it, and consumers stop counting
     its last snapshot. Returns the broker id retired."""
     broker_id = settings.required_broker_id()
@@ -54,7 +54,7 @@ def retire_broker(settings: PublisherSettings) -> int:
 
 
 def _send_after_topic_check(
-    settings: PublisherSettings, key: bytes, value: bytes | None, create_topic: bool | None
+    settings: PublishSettings, key: bytes, value: bytes | None, create_topic: bool | None
 ) -> None:
     connection = settings.required_kafka_connection()
     broker_id = settings.required_broker_id()

@@ -99,8 +99,8 @@ def test_bad_line_is_reported_with_its_number_and_its_broker_counts_as_unknown(
         (["evaluate", "FILE", "--at", "2026-11-22T12:00:00"], "has no offset"),
         (["evaluate", "FILE", "--at", "noon"], "not an ISO 8601 time"),
         (["evaluate", "FILE", "--active-brokers", "0,x"], "'x' is not a broker id"),
-        (["evaluate", "FILE", "--stale-after", "-3"], "positive number of seconds"),
-        (["evaluate", "FILE", "--on-missing", "MAYBE"], "is not PAUSE or OPEN"),
+        (["evaluate", "FILE", "--stale-after", "-3"], "stale_after (--stale-after"),
+        (["evaluate", "FILE", "--on-missing", "MAYBE"], "should be 'PAUSE' or 'OPEN'"),
         (["evaluate", "FILE", "--max-reasons", "0"], "--max-reasons must be at least 1"),
     ],
 )

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from volume_quota.daemons.publisher import PublisherDaemon
 from volume_quota.logging_setup import configure_logging
-from volume_quota.settings import load_settings
+from volume_quota.config import load_settings
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:

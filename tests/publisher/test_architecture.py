@@ -42,7 +42,7 @@ FORBIDDEN_IN_PURE = {
     "logging",
     "http",
     "urllib",
-    "volume_quota.settings",
+    "volume_quota.config",
 }
 
 

@@ -75,25 +75,6 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
             ["publish", "--broker-id", "1", "--log-dirs", "/"],
             "bootstrap_servers (--bootstrap-servers, VOLUME_QUOTA_BOOTSTRAP_SERVERS) is required",
         ),
-        (
-            [
-                "publish",
-                "--broker-id",
-                "1",
-                "--log-dirs",
-                "/",
-                "--bootstrap-servers",
-                "h:1",
-                "--tls-ca-file",
-                "/nope.pem",
-                "--tls-cert-file",
-                "/nope.pem",
-                "--tls-key-file",
-                "/nope.pem",
-            ],
-            "invalid setting tls_ca_file (--tls-ca-file, VOLUME_QUOTA_TLS_CA_FILE): "
-            "cannot read /nope.pem",
-        ),
         (["retire"], "broker_id (--broker-id"),
         (["retire", "--broker-id", "4"], "bootstrap_servers"),
         (["publish", "--config", "/nope.toml"], "--config /nope.toml: No such file or directory"),
@@ -109,6 +90,36 @@ def test_bad_configuration_exits_2_with_one_line(
     assert len(lines) == 1, err
     assert lines[0].startswith("volume-quota: error: ")
     assert expected in lines[0]
+
+
+def test_every_problem_at_start_is_reported_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, err = run_cli(
+        capsys,
+        "sidecar",
+        "--broker-id=1",
+        f"--log-dirs={tmp_path / 'gone'}",
+        "--bootstrap-servers=h:1",
+        f"--decision-file={tmp_path / 'no-dir' / 'decision.json'}",
+        "--tls-ca-file=/nope-ca.pem",
+        "--tls-cert-file=/nope-cert.pem",
+        "--tls-key-file=/nope-key.pem",
+    )
+    assert status == 2
+    assert out == ""
+    assert err.splitlines() == [
+        "volume-quota: error: invalid setting log_dirs (--log-dirs, VOLUME_QUOTA_LOG_DIRS): "
+        f"log dir {tmp_path / 'gone'} does not exist",
+        "volume-quota: error: invalid setting decision_file (--decision-file, "
+        f"VOLUME_QUOTA_DECISION_FILE): directory {tmp_path / 'no-dir'} does not exist",
+        "volume-quota: error: invalid setting tls_ca_file (--tls-ca-file, "
+        "VOLUME_QUOTA_TLS_CA_FILE): cannot read /nope-ca.pem: No such file or directory",
+        "volume-quota: error: invalid setting tls_cert_file (--tls-cert-file, "
+        "VOLUME_QUOTA_TLS_CERT_FILE): cannot read /nope-cert.pem: No such file or directory",
+        "volume-quota: error: invalid setting tls_key_file (--tls-key-file, "
+        "VOLUME_QUOTA_TLS_KEY_FILE): cannot read /nope-key.pem: No such file or directory",
+    ]
 
 
 def test_environment_mistakes_too(

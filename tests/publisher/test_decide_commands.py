@@ -13,7 +13,7 @@ import pytest
 from schemas.decision import OnMissing
 from tests.publisher.tls_material import TestCertificateAuthority
 from volume_quota.cli import main
-from volume_quota.settings import load_settings
+from volume_quota.config import load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from volume_quota.durations import parse_duration, seconds_to_milliseconds
+from publisher.topic_requirements import seconds_to_milliseconds
+from volume_quota.durations import parse_duration
 
 
 @pytest.mark.parametrize(

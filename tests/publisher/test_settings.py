@@ -8,7 +8,7 @@ import pytest
 from tests.publisher.tls_material import TestCertificateAuthority
 from volume_quota.errors import UsageError
 from volume_quota.limit_parsing import parse_limit
-from volume_quota.settings import PublisherSettings, load_settings
+from volume_quota.config import SidecarSettings, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +21,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def usage_error(**values: object) -> str:
     with pytest.raises(UsageError) as raised:
         load_settings(values)
-    message = str(raised.value)
-    assert "\n" not in message
-    return message
+    return str(raised.value)
 
 
 def test_defaults() -> None:
@@ -118,7 +116,11 @@ def test_server_properties_supply_log_dirs_and_broker_id(tmp_path: Path) -> None
         ({"topic": "bad topic!"}, "topic"),
         ({"bootstrap_servers": "localhost"}, "'localhost' is not HOST:PORT"),
         (
-            {"tls_ca_file": "/nonexistent/ca.pem"},
+            {
+                "tls_ca_file": "/nonexistent/ca.pem",
+                "tls_cert_file": "/nonexistent/cert.pem",
+                "tls_key_file": "/nonexistent/key.pem",
+            },
             "tls_ca_file (--tls-ca-file, VOLUME_QUOTA_TLS_CA_FILE): "
             "cannot read /nonexistent/ca.pem",
         ),
@@ -142,9 +144,11 @@ def test_bad_values_name_the_setting(values: dict[str, object], expected: str) -
     assert expected in usage_error(**values)
 
 
-def test_several_problems_are_one_line() -> None:
-    message = usage_error(broker_id="x", metrics_port="x")
-    assert "(and 1 more problem(s))" in message
+def test_every_problem_is_one_line() -> None:
+    lines = sorted(usage_error(broker_id="x", metrics_port="x").splitlines())
+    assert len(lines) == 2
+    assert lines[0].startswith("invalid setting broker_id (--broker-id, VOLUME_QUOTA_BROKER_ID)")
+    assert lines[1].startswith("invalid setting metrics_port (--metrics-port")
 
 
 def test_bad_environment_variable_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,6 +213,6 @@ def test_command_requirements_name_the_setting(tmp_path: Path) -> None:
 
 def test_every_setting_is_documented() -> None:
     documentation = (Path(__file__).parents[2] / "docs" / "publisher.md").read_text()
-    for name in PublisherSettings.model_fields:
+    for name in SidecarSettings.model_fields:
         assert f"`{name}`" in documentation, name
         assert f"VOLUME_QUOTA_{name.upper()}" in documentation, name

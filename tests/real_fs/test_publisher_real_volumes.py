@@ -22,7 +22,7 @@ from schemas import VolumeSnapshot, decode_snapshot, snapshot_key
 from tests.real_fs.real_mounts import Mounts, fill, is_mount_point, statvfs_sizes
 from volume_quota.limit_parsing import parse_limit, parse_volume_limit_override
 from volume_quota.one_shot import measure_snapshot
-from volume_quota.settings import load_settings
+from volume_quota.config import load_settings
 
 pytestmark = [pytest.mark.real_fs, pytest.mark.timeout(120)]
 

@@ -5,21 +5,10 @@ from __future__ import annotations
 import argparse
 import threading
 
+from volume_quota.config import DecideSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.decider import DecideDaemon
 from volume_quota.daemons.publisher import stop_on_signals
 from volume_quota.logging_setup import configure_logging
-from volume_quota.settings import load_settings
-from volume_quota.settings_arguments import (
-    CONNECTION_SETTINGS,
-    DECIDE_SETTINGS,
-    SERVER_SETTINGS,
-    add_config_flag,
-    add_setting_flags,
-    config_file,
-    given_settings,
-)
-
-DECIDE_FLAGS = CONNECTION_SETTINGS + DECIDE_SETTINGS + SERVER_SETTINGS + ("tls_verify_hostname",)
 
 DESCRIPTION = """\
 Read every broker's newest snapshot from the compacted topic (from the beginning, then follow
@@ -52,13 +41,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_config_flag(parser)
-    add_setting_flags(parser, DECIDE_FLAGS)
+    add_settings_arguments(parser, DecideSettings)
     parser.set_defaults(run=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
-    settings = load_settings(given_settings(arguments, DECIDE_FLAGS), config_file(arguments))
+    settings = settings_from_arguments(DecideSettings, arguments)
     configure_logging(settings.log_level)
     daemon = DecideDaemon(settings)
     stop = threading.Event()

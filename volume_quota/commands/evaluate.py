@@ -9,21 +9,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from consumer.cluster_state import ClusterState
-from consumer.policy import (
-    DEFAULT_MAX_CLOCK_SKEW_SECONDS,
-    DEFAULT_MAX_REASONS,
-    DEFAULT_STALE_AFTER_SECONDS,
-    DecisionPolicy,
-)
+from consumer.policy import DEFAULT_MAX_REASONS
 from consumer.stream_replay import replay_snapshot_lines
-from schemas.decision import OnMissing
-from volume_quota.arguments import (
-    broker_id_list,
-    iso_instant,
-    non_negative_seconds,
-    on_missing_action,
-    positive_seconds,
-)
+from volume_quota.arguments import broker_id_list, iso_instant
+from volume_quota.config.concerns import PolicySettings
+from volume_quota.config.flags import add_setting_flags
+from volume_quota.config.sources import load
 from volume_quota.errors import UsageError
 
 DESCRIPTION = """\
@@ -71,29 +62,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="evaluate at this ISO 8601 time with an offset, e.g. 2026-11-22T12:00:00Z "
         "(default: now)",
     )
-    parser.add_argument(
-        "--stale-after",
-        type=positive_seconds,
-        default=DEFAULT_STALE_AFTER_SECONDS,
-        metavar="SECONDS",
-        help="a snapshot older than this no longer vouches for its broker (default: %(default)g)",
-    )
-    parser.add_argument(
-        "--max-clock-skew",
-        type=non_negative_seconds,
-        default=DEFAULT_MAX_CLOCK_SKEW_SECONDS,
-        metavar="SECONDS",
-        help="a snapshot dated further than this in the future is not trusted "
-        "(default: %(default)g)",
-    )
-    parser.add_argument(
-        "--on-missing",
-        type=on_missing_action,
-        default=OnMissing.PAUSE,
-        metavar="PAUSE|OPEN",
-        help="what an unknown live broker does: PAUSE every producer (the fail-safe default) or "
-        "OPEN (ignore it)",
-    )
+    add_setting_flags(parser, PolicySettings)
     parser.add_argument(
         "--max-reasons",
         type=int,
@@ -107,12 +76,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run(arguments: argparse.Namespace) -> int:
     if arguments.max_reasons < 1:
         raise UsageError("--max-reasons must be at least 1")
-    policy = DecisionPolicy(
-        stale_after_seconds=arguments.stale_after,
-        max_clock_skew_seconds=arguments.max_clock_skew,
-        on_missing=arguments.on_missing,
-        max_reasons=arguments.max_reasons,
-    )
+    flags = {name: getattr(arguments, name) for name in PolicySettings.model_fields}
+    policy = load(PolicySettings, flags).decision_policy(max_reasons=arguments.max_reasons)
     state = ClusterState(policy)
     with _open_input(arguments.file) as stream:
         try:

@@ -6,20 +6,11 @@ import argparse
 import sys
 import threading
 
+from volume_quota.config import PublishSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.publisher import PublisherDaemon, stop_on_signals
 from volume_quota.errors import UsageError
 from volume_quota.logging_setup import configure_logging, get_logger
 from volume_quota.one_shot import PublicationFailedError, print_snapshot, publish_snapshot_once
-from volume_quota.settings import load_settings
-from volume_quota.settings_arguments import (
-    BOOLEAN_SETTINGS,
-    CONNECTION_SETTINGS,
-    PUBLISH_SETTINGS,
-    add_config_flag,
-    add_setting_flags,
-    config_file,
-    given_settings,
-)
 
 DESCRIPTION = """\
 Measure the filesystems holding this broker's Kafka log dirs (each filesystem once, however many
@@ -56,7 +47,6 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_config_flag(parser)
     parser.add_argument(
         "--once", action="store_true", help="publish one snapshot and exit (with --print: print it)"
     )
@@ -66,17 +56,14 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         dest="print_only",
         help="with --once: print the snapshot JSON to stdout instead of publishing (no Kafka)",
     )
-    add_setting_flags(parser, CONNECTION_SETTINGS + PUBLISH_SETTINGS + BOOLEAN_SETTINGS)
+    add_settings_arguments(parser, PublishSettings)
     parser.set_defaults(run=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     if arguments.print_only and not arguments.once:
         raise UsageError("--print needs --once (it prints one snapshot instead of publishing)")
-    settings = load_settings(
-        given_settings(arguments, CONNECTION_SETTINGS + PUBLISH_SETTINGS + BOOLEAN_SETTINGS),
-        config_file(arguments),
-    )
+    settings = settings_from_arguments(PublishSettings, arguments)
     configure_logging(settings.log_level)
     if arguments.once and arguments.print_only:
         print_snapshot(settings, sys.stdout.buffer)

@@ -5,18 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from volume_quota.config import PublishSettings, settings_from_arguments
+from volume_quota.config.commands import ConnectedSettings
+from volume_quota.config.flags import add_config_flag, add_setting_flags
 from volume_quota.logging_setup import configure_logging, get_logger
 from volume_quota.one_shot import PublicationFailedError, retire_broker
-from volume_quota.settings import load_settings
-from volume_quota.settings_arguments import (
-    CONNECTION_SETTINGS,
-    add_config_flag,
-    add_setting_flags,
-    config_file,
-    given_settings,
-)
-
-RETIRE_SETTINGS = (*CONNECTION_SETTINGS, "tls_verify_hostname")
 
 DESCRIPTION = """\
 Write a tombstone (a null value) for --broker-id to the snapshot topic. Consumers drop that
@@ -36,12 +29,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_flag(parser)
-    add_setting_flags(parser, RETIRE_SETTINGS)
+    add_setting_flags(parser, ConnectedSettings)
     parser.set_defaults(run=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
-    settings = load_settings(given_settings(arguments, RETIRE_SETTINGS), config_file(arguments))
+    settings = settings_from_arguments(PublishSettings, arguments)
     configure_logging(settings.log_level)
     try:
         broker_id = retire_broker(settings)

@@ -6,24 +6,10 @@ import argparse
 import threading
 
 from publisher.health import HealthVerdict
-from volume_quota.commands.decide import DECIDE_FLAGS
+from volume_quota.config import SidecarSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.decider import DecideDaemon
 from volume_quota.daemons.publisher import PublisherDaemon, serve_endpoints, stop_on_signals
 from volume_quota.logging_setup import configure_logging, get_logger
-from volume_quota.settings import load_settings
-from volume_quota.settings_arguments import (
-    BOOLEAN_SETTINGS,
-    CONNECTION_SETTINGS,
-    PUBLISH_SETTINGS,
-    add_config_flag,
-    add_setting_flags,
-    config_file,
-    given_settings,
-)
-
-SIDECAR_FLAGS = tuple(
-    dict.fromkeys(CONNECTION_SETTINGS + PUBLISH_SETTINGS + DECIDE_FLAGS + BOOLEAN_SETTINGS)
-)
 
 log = get_logger("volume_quota.sidecar")
 
@@ -54,8 +40,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_config_flag(parser)
-    add_setting_flags(parser, SIDECAR_FLAGS)
+    add_settings_arguments(parser, SidecarSettings)
     parser.set_defaults(run=run)
 
 
@@ -65,7 +50,7 @@ def both(*verdicts: HealthVerdict) -> HealthVerdict:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    settings = load_settings(given_settings(arguments, SIDECAR_FLAGS), config_file(arguments))
+    settings = settings_from_arguments(SidecarSettings, arguments)
     configure_logging(settings.log_level)
     publisher = PublisherDaemon(settings, serve_http=False)
     decider = DecideDaemon(settings, registry=publisher.metrics.registry, serve_http=False)

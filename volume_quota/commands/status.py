@@ -14,26 +14,10 @@ from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
 from consumer.status_report import cluster_status, render_status_table, status_as_json
-from volume_quota.daemons.decider import KafkaClients, decision_policy
+from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
+from volume_quota.daemons.decider import KafkaClients
 from volume_quota.errors import UsageError
 from volume_quota.logging_setup import configure_logging
-from volume_quota.settings import load_settings
-from volume_quota.settings_arguments import (
-    CONNECTION_SETTINGS,
-    add_config_flag,
-    add_setting_flags,
-    config_file,
-    given_settings,
-)
-
-STATUS_FLAGS = (
-    *CONNECTION_SETTINGS,
-    "stale_after",
-    "max_clock_skew",
-    "on_missing",
-    "consumer_group",
-    "tls_verify_hostname",
-)
 
 DESCRIPTION = """\
 Read the snapshot topic from the beginning (as the consumer does), learn the live brokers, and
@@ -60,8 +44,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_config_flag(parser)
-    add_setting_flags(parser, STATUS_FLAGS)
+    add_settings_arguments(parser, StatusSettings)
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     parser.add_argument(
         "--timeout",
@@ -76,11 +59,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run(arguments: argparse.Namespace) -> int:
     if arguments.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    settings = load_settings(given_settings(arguments, STATUS_FLAGS), config_file(arguments))
+    settings = settings_from_arguments(StatusSettings, arguments)
     configure_logging("error")
     clients = KafkaClients(settings)
     clock = SystemClock()
-    state = ClusterState(decision_policy(settings))
+    state = ClusterState(settings.decision_policy())
     service = DecisionService(
         state,
         source=clients.reader,

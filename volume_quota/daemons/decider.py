@@ -28,11 +28,12 @@ from consumer.snapshot_topic_reader import SnapshotTopicReader
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
 from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.config import DecideSettings
+from volume_quota.config.commands import ConnectedSettings
 from volume_quota.daemons.publisher import serve_endpoints
 from volume_quota.http_endpoints import EndpointServer
 from volume_quota.kafka_client_config import consumer_config
 from volume_quota.logging_setup import get_logger, with_client_logger
-from volume_quota.settings import PublisherSettings
 
 log = get_logger("volume_quota.consumer")
 
@@ -43,19 +44,14 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def decision_policy(settings: PublisherSettings) -> DecisionPolicy:
-    return DecisionPolicy(
-        stale_after_seconds=settings.stale_after,
-        max_clock_skew_seconds=settings.max_clock_skew,
-        on_missing=settings.on_missing,
-        valid_for_seconds=settings.decision_valid_for,
-    )
+def decision_policy(settings: DecideSettings) -> DecisionPolicy:
+    return settings.decision_policy(valid_for_seconds=settings.decision_valid_for)
 
 
 class KafkaClients:
     """The reader and the live-broker source, both built from the current TLS files."""
 
-    def __init__(self, settings: PublisherSettings) -> None:
+    def __init__(self, settings: ConnectedSettings) -> None:
         connection = settings.required_kafka_connection()
         config: Mapping[str, Any] = with_client_logger(
             consumer_config(connection, settings.broker_id, settings.consumer_group)
@@ -82,7 +78,7 @@ def _new_consumer(config: Mapping[str, Any]) -> Consumer:
 class DecideDaemon:
     def __init__(
         self,
-        settings: PublisherSettings,
+        settings: DecideSettings,
         *,
         registry: CollectorRegistry | None = None,
         serve_http: bool = True,

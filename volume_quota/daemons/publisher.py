@@ -31,19 +31,20 @@ from publisher.volume_measurement import measure_volumes
 from publisher.volumes import Volume
 from volume_quota.certificate_files import TlsCredentials
 from volume_quota.certificate_inspection import CertificateError
+from volume_quota.config import PublishSettings, describe_setting
+from volume_quota.config.concerns import HttpSettings
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer, HealthCheck
 from volume_quota.kafka_client_config import admin_config, producer_config
 from volume_quota.limit_parsing import format_limit
 from volume_quota.logging_setup import get_logger, with_client_logger
-from volume_quota.settings import PublisherSettings, describe_setting
 
 log = get_logger("volume_quota.publisher")
 
 LIVENESS_GRACE_SECONDS = 30.0
 
 
-def discover_configured_volumes(settings: PublisherSettings) -> list[Volume]:
+def discover_configured_volumes(settings: PublishSettings) -> list[Volume]:
     try:
         return discover_volumes(settings.required_log_dirs(), settings.volume_limits)
     except VolumeDiscoveryError as error:
@@ -53,7 +54,7 @@ def discover_configured_volumes(settings: PublisherSettings) -> list[Volume]:
 class PublisherDaemon:
     def __init__(
         self,
-        settings: PublisherSettings,
+        settings: PublishSettings,
         clock: Clock | None = None,
         sink_factory: SinkFactory | None = None,
         *,
@@ -202,7 +203,7 @@ class PublisherDaemon:
 
 
 def serve_endpoints(
-    settings: PublisherSettings,
+    settings: HttpSettings,
     registry: CollectorRegistry,
     liveness: HealthCheck,
     readiness: HealthCheck,

@@ -1,0 +1,67 @@
+"""The composed settings: one default per fact, per-command flags, broker identity from files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from consumer.policy import DecisionPolicy
+from schemas.decision import OnMissing
+from volume_quota.cli import build_parser
+from volume_quota.config import DecideSettings, StatusSettings, load_settings
+from volume_quota.config.concerns import PolicySettings
+from volume_quota.config.sources import load
+
+
+def parsed(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def test_evaluate_and_decide_decide_with_the_same_default_policy(tmp_path: Path) -> None:
+    decide = load(DecideSettings, {}).decision_policy()
+    status = load(StatusSettings, {}).decision_policy()
+    evaluate_flags = parsed("evaluate", str(tmp_path / "snapshots.jsonl"))
+    evaluate = load(
+        PolicySettings,
+        {name: getattr(evaluate_flags, name) for name in PolicySettings.model_fields},
+    ).decision_policy()
+    assert decide == status == evaluate
+    # The library's own defaults are the same facts, not copies that could drift.
+    assert decide == DecisionPolicy()
+    assert decide.stale_after_seconds == 30.0
+    assert decide.on_missing is OnMissing.PAUSE
+
+
+def test_each_command_offers_the_flags_of_its_concerns_only() -> None:
+    def flags(command: str) -> set[str]:
+        subparsers = build_parser()._subparsers
+        assert subparsers is not None
+        action = subparsers._group_actions[0]
+        parser = action.choices[command]  # type: ignore[index]
+        return {option for a in parser._actions for option in a.option_strings}
+
+    assert "--decision-file" in flags("decide")
+    assert "--decision-file" not in flags("publish")
+    assert "--log-dirs" in flags("publish")
+    assert "--log-dirs" not in flags("decide")
+    assert {"--log-dirs", "--decision-file", "--stale-after"} <= flags("sidecar")
+    assert "--stale-after" in flags("status")
+    assert "--tls-key-password" not in flags("sidecar")  # secrets never on a command line
+
+
+def test_a_key_of_another_command_in_a_shared_file_is_fine(tmp_path: Path) -> None:
+    config = tmp_path / "volume-quota.toml"
+    config.write_text('log_dirs = ["/"]\nstale_after = "45s"\n')
+    settings = load(DecideSettings, {}, config, frozenset({"log_dirs", "stale_after"}))
+    assert settings.stale_after == 45.0
+
+
+def test_the_broker_id_comes_from_meta_properties_when_nothing_names_it(tmp_path: Path) -> None:
+    log_dir = tmp_path / "data-0"
+    log_dir.mkdir()
+    (log_dir / "meta.properties").write_text(
+        "#\nversion=1\ncluster.id=abc\nnode.id=101\ndirectory.id=xyz\n"
+    )
+    settings = load_settings({"log_dirs": str(log_dir)})
+    assert settings.required_broker_id() == 101
+    assert load_settings({"log_dirs": str(log_dir), "broker_id": 7}).required_broker_id() == 7

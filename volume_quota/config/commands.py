@@ -1,0 +1,116 @@
+"""The settings of each command, composed from the concerns, and what a command requires of them.
+
+``publish`` = connection + publishing + HTTP; ``decide`` = connection + deciding + HTTP;
+``sidecar`` = both; ``status`` = connection + the decision policy; ``retire`` = connection +
+the topic. A missing required value is a ``UsageError`` naming the setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from publisher.topic_requirements import TopicRequirements
+from volume_quota.broker_identity import BrokerIdentityError, broker_identity
+from volume_quota.certificate_files import TlsFiles
+from volume_quota.config.concerns import (
+    ConnectionSettings,
+    DecidingSettings,
+    HttpSettings,
+    PolicySettings,
+    PublishingSettings,
+)
+from volume_quota.config.sources import describe_setting
+from volume_quota.errors import UsageError
+from volume_quota.kafka_client_config import KafkaConnection
+
+TLS_SETTINGS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
+
+
+class ConnectedSettings(ConnectionSettings):
+    """What every command that talks to Kafka requires of its connection settings."""
+
+    def required_tls_files(self) -> TlsFiles:
+        if self.tls_ca_file is None or self.tls_cert_file is None or self.tls_key_file is None:
+            names = ", ".join(describe_setting(name) for name in TLS_SETTINGS)
+            raise UsageError(f"TLS files are required: set {names}")
+        password = self.tls_key_password.get_secret_value() if self.tls_key_password else None
+        return TlsFiles(self.tls_ca_file, self.tls_cert_file, self.tls_key_file, password)
+
+    def required_kafka_connection(self) -> KafkaConnection:
+        if self.bootstrap_servers is None:
+            raise UsageError(f"{describe_setting('bootstrap_servers')} is required")
+        tls = self.required_tls_files()
+        return KafkaConnection(
+            bootstrap_servers=self.bootstrap_servers,
+            ca_file=tls.ca_file,
+            certificate_file=tls.certificate_file,
+            key_file=tls.key_file,
+            key_password=tls.key_password,
+            verify_hostname=self.tls_verify_hostname,
+        )
+
+
+class PublishSettings(ConnectedSettings, PublishingSettings, HttpSettings):
+    """``volume-quota publish`` (and ``retire``, which uses the connection and the topic)."""
+
+    def required_log_dirs(self) -> list[Path]:
+        """Every configured log dir, the explicit ones first, without duplicates."""
+        try:
+            identity = broker_identity(self.server_properties, self.log_dirs)
+        except BrokerIdentityError as error:
+            raise UsageError(f"{describe_setting('server_properties')}: {error}") from None
+        if not identity.log_dirs:
+            raise UsageError(
+                f"no log dir to measure: set {describe_setting('log_dirs')} or "
+                f"{describe_setting('server_properties')}"
+            )
+        return list(identity.log_dirs)
+
+    def required_broker_id(self) -> int:
+        if self.broker_id is not None:
+            return self.broker_id
+        try:
+            identity = broker_identity(self.server_properties, self.log_dirs)
+        except BrokerIdentityError as error:
+            raise UsageError(f"{describe_setting('server_properties')}: {error}") from None
+        if identity.node_id is not None:
+            return identity.node_id
+        raise UsageError(
+            f"{describe_setting('broker_id')} is required (or a server_properties file that "
+            "sets node.id, or a log dir whose meta.properties does)"
+        )
+
+    def topic_requirements(self) -> TopicRequirements:
+        return TopicRequirements(
+            name=self.topic,
+            partitions=self.topic_partitions,
+            replication_factor=self.topic_replication_factor,
+            min_compaction_lag_seconds=self.topic_min_compaction_lag,
+            segment_seconds=self.topic_segment_interval,
+        )
+
+
+class DecideSettings(ConnectedSettings, DecidingSettings, HttpSettings):
+    """``volume-quota decide``."""
+
+    def required_decision_file(self) -> Path:
+        if self.decision_file is None:
+            raise UsageError(
+                f"{describe_setting('decision_file')} is required: the broker's quota callback "
+                "reads the decision there"
+            )
+        return self.decision_file
+
+
+# The pydantic mypy plugin writes a model_construct signature per class; with two bases that
+# have different fields the two signatures differ, which is what composition means here.
+class SidecarSettings(PublishSettings, DecideSettings):  # type: ignore[misc]
+    """``volume-quota sidecar``: the publisher and the decider in one process."""
+
+
+class StatusSettings(ConnectedSettings, PolicySettings):
+    """``volume-quota status``."""
+
+
+ALL_SETTINGS = frozenset(SidecarSettings.model_fields)
+"""Every setting any command knows: a config file may hold any of them."""

@@ -1,0 +1,112 @@
+"""The start-up check: the files the settings name exist and are usable, every problem at once.
+
+Validators only check syntax and ranges; this reads the files (log dirs, server.properties,
+the decision file's directory, the TLS files) once, when a command starts, and lists every
+problem in one ``UsageError``, one line each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import BaseSettings
+
+from volume_quota.broker_identity import BrokerIdentityError, broker_identity
+from volume_quota.certificate_files import check_tls_files
+from volume_quota.certificate_inspection import (
+    CertificateError,
+    count_certificates,
+    summarize_certificate,
+)
+from volume_quota.config.commands import ConnectedSettings, DecideSettings, PublishSettings
+from volume_quota.config.sources import describe_setting
+from volume_quota.errors import UsageError
+
+
+def check_at_start(settings: BaseSettings) -> None:
+    """Raise ``UsageError`` listing every problem with the files ``settings`` name."""
+    problems = startup_problems(settings)
+    if problems:
+        raise UsageError(*problems)
+
+
+def startup_problems(settings: BaseSettings) -> list[str]:
+    problems: list[str] = []
+    if isinstance(settings, PublishSettings):
+        problems.extend(_log_dir_problems(settings))
+    if isinstance(settings, DecideSettings) and settings.decision_file is not None:
+        problems.extend(_decision_file_problems(settings.decision_file))
+    if isinstance(settings, ConnectedSettings):
+        problems.extend(_tls_problems(settings))
+    return problems
+
+
+def _log_dir_problems(settings: PublishSettings) -> list[str]:
+    problems = [
+        f"invalid setting {describe_setting('log_dirs')}: {problem}"
+        for log_dir in settings.log_dirs
+        if (problem := _directory_problem(log_dir, "log dir")) is not None
+    ]
+    if settings.server_properties is None:
+        return problems
+    where = describe_setting("server_properties")
+    try:
+        identity = broker_identity(settings.server_properties, [])
+    except BrokerIdentityError as error:
+        return [*problems, f"invalid setting {where}: {error}"]
+    named = f"{settings.server_properties} names log dir"
+    problems.extend(
+        f"invalid setting {where}: {problem}"
+        for log_dir in identity.log_dirs
+        if (problem := _directory_problem(log_dir, named)) is not None
+    )
+    return problems
+
+
+def _directory_problem(path: Path, what: str) -> str | None:
+    if not path.is_absolute():
+        return f"{what} {path} is not an absolute path"
+    if not path.exists():
+        return f"{what} {path} does not exist"
+    if not path.is_dir():
+        return f"{what} {path} is not a directory"
+    return None
+
+
+def _decision_file_problems(path: Path) -> list[str]:
+    where = f"invalid setting {describe_setting('decision_file')}"
+    if not path.parent.is_dir():
+        return [f"{where}: directory {path.parent} does not exist"]
+    if path.is_dir():
+        return [f"{where}: {path} is a directory"]
+    return []
+
+
+def _tls_problems(settings: ConnectedSettings) -> list[str]:
+    checks = (
+        ("tls_ca_file", settings.tls_ca_file, count_certificates),
+        ("tls_cert_file", settings.tls_cert_file, summarize_certificate),
+        ("tls_key_file", settings.tls_key_file, None),
+    )
+    problems = []
+    for name, path, inspect in checks:
+        if path is None:
+            continue
+        try:
+            content = path.read_bytes()
+            if inspect is not None:
+                inspect(content)
+        except OSError as error:
+            problems.append(
+                f"invalid setting {describe_setting(name)}: cannot read {path}: "
+                f"{error.strerror or error}"
+            )
+        except CertificateError as error:
+            problems.append(f"invalid setting {describe_setting(name)}: {path} {error}")
+    if problems or settings.tls_ca_file is None:
+        return problems
+    try:
+        check_tls_files(settings.required_tls_files())
+    except (CertificateError, OSError) as error:
+        problems.append(f"invalid setting {describe_setting('tls_key_file')}: {error}")
+    return problems
