@@ -22,9 +22,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from local_cluster import LocalKafkaCluster
 from schemas.decision import QuotaDecision, QuotaState
+from tests.support import PLUGIN_JAR
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-PLUGIN_JAR = REPOSITORY / "deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
 
 MIB = 1024 * 1024
 VOLUME_SIZE = 256 * MIB

@@ -42,7 +42,7 @@ from tests.e2e.cluster_harness import (
 )
 from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
 
-pytestmark = [pytest.mark.real_broker, pytest.mark.real_fs]
+pytestmark = [pytest.mark.e2e, pytest.mark.real_broker, pytest.mark.real_fs]
 
 
 @dataclass

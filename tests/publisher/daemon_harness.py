@@ -12,26 +12,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import wait_for
+from volume_quota.config import load_settings
 from volume_quota.daemons.publisher import PublisherDaemon
 from volume_quota.logging_setup import configure_logging
-from volume_quota.config import load_settings
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` every 0.1 s; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def http_get(port: int, path: str) -> tuple[int, bytes]:

@@ -14,17 +14,10 @@ from tests.publisher.tls_material import TestCertificateAuthority
 from volume_quota.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("VOLUME_QUOTA_"):
-            monkeypatch.delenv(name)
-
-
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = main(list(argv))
     captured = capsys.readouterr()
-    return status, captured.out, captured.err
+    return status, captured.out, captured.err  # (the in-process form of the `cli` fixture)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ Their Kafka behaviour is covered against a real cluster in tests/e2e and tests/r
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from schemas.decision import OnMissing
 from tests.publisher.tls_material import TestCertificateAuthority
 from volume_quota.cli import main
 from volume_quota.config import load_settings
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("VOLUME_QUOTA_"):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture

@@ -1,21 +1,13 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.publisher.tls_material import TestCertificateAuthority
+from volume_quota.config import SidecarSettings, load_settings
 from volume_quota.errors import UsageError
 from volume_quota.limit_parsing import parse_limit
-from volume_quota.config import SidecarSettings, load_settings
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("VOLUME_QUOTA_"):
-            monkeypatch.delenv(name)
 
 
 def usage_error(**values: object) -> str:

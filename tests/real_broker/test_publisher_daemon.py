@@ -23,8 +23,8 @@ from tests.publisher.daemon_harness import (
     flags,
     http_get,
     metric_values,
-    wait_for,
 )
+from tests.support import wait_for
 
 from .kafka_helpers import create_topic, read_whole_partition
 

@@ -19,7 +19,8 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
 from schemas import VolumeSnapshot, decode_snapshot
-from tests.publisher.daemon_harness import InProcessDaemon, wait_for
+from tests.publisher.daemon_harness import InProcessDaemon
+from tests.support import wait_for
 
 from .kafka_helpers import create_topic, produce, read_whole_partition
 

@@ -14,9 +14,9 @@ from tests.publisher.daemon_harness import (
     InProcessDaemon,
     http_get,
     metric_values,
-    wait_for,
 )
 from tests.publisher.tls_material import TestCertificateAuthority, TlsPaths
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -1,0 +1,159 @@
+"""The layout by role holds, read from the source: who may import whom, what stays pure, sizes.
+
+- Pure modules (the functional core of every package) import no I/O library and read no clock.
+- ``schemas`` imports no other package of the project; ``consumer`` never imports ``publisher``;
+  ``publisher`` imports only the consumer's pure core; neither the roles' cores nor
+  ``publisher`` import the application shell ``volume_quota``.
+- No module over 400 lines, no function over 60 lines except declarative tables.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+PACKAGES = ("schemas", "consumer", "publisher", "spark_history", "volume_quota")
+
+PURE_MODULES = (
+    *(f"schemas/{path.stem}" for path in (REPOSITORY / "schemas").glob("*.py")),
+    "consumer/limits",
+    "consumer/broker_assessment",
+    "consumer/cluster_state",
+    "consumer/policy",
+    "consumer/reasons",
+    "consumer/status_report",
+    "consumer/stream_replay",
+    "consumer/topic_messages",
+    "consumer/current_decision",
+    "publisher/publication_core",
+    "publisher/publication_policy",
+    "publisher/delivery_pacing",
+    "publisher/snapshot_building",
+    "publisher/volumes",
+    "publisher/mount_points",
+    "publisher/health",
+    "publisher/repeat_suppression",
+    "publisher/topic_requirements",
+    "volume_quota/byte_sizes",
+    "volume_quota/durations",
+    "volume_quota/limit_parsing",
+    "volume_quota/java_properties",
+    "volume_quota/server_properties",
+    "volume_quota/kafka_client_config",
+    "volume_quota/certificate_inspection",
+)
+"""``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""
+
+IO_LIBRARIES = {
+    "os",
+    "time",
+    "socket",
+    "subprocess",
+    "threading",
+    "signal",
+    "psutil",
+    "confluent_kafka",
+    "prometheus_client",
+    "structlog",
+    "logging",
+    "http",
+    "urllib",
+    "shutil",
+    "tempfile",
+    "pyspark",
+}
+
+CONSUMER_CORE = {f"consumer.{path.split('/')[1]}" for path in PURE_MODULES if "consumer/" in path}
+ALLOWED_FROM_CONSUMER_IN_PUBLISHER = CONSUMER_CORE | {"consumer.clock"}
+
+DECLARATIVE_FUNCTIONS = {
+    ("consumer/consumer_metrics.py", "__init__"): "the consumer's metric declarations",
+    ("publisher/publisher_metrics.py", "__init__"): "the publisher's metric declarations",
+    ("deploy/local/local_cluster/broker_config.py", "server_properties"): "broker properties",
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module)
+    return names
+
+
+def package_files(*packages: str) -> Iterator[Path]:
+    for package in packages:
+        yield from sorted((REPOSITORY / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("module", [m for m in PURE_MODULES if not m.endswith("__main__")])
+def test_pure_modules_do_no_io(module: str) -> None:
+    path = REPOSITORY / f"{module}.py"
+    for name in imported_modules(path):
+        assert name.split(".")[0] not in IO_LIBRARIES, f"{module} imports {name}"
+        if not module.startswith("volume_quota/"):
+            assert not name.startswith("volume_quota"), f"{module} imports the shell: {name}"
+    source = path.read_text()
+    assert ".now(" not in source
+    assert re.search(r"(?<![\w.])open\(", source) is None, f"{module} opens a file"
+
+
+def test_schemas_import_no_other_package_of_the_project() -> None:
+    for path in package_files("schemas"):
+        for name in imported_modules(path):
+            assert name.split(".")[0] not in PACKAGES[1:], f"{path} imports {name}"
+
+
+def test_the_consumer_never_imports_the_publisher_nor_the_shell() -> None:
+    for path in package_files("consumer"):
+        for name in imported_modules(path):
+            assert name.split(".")[0] not in {"publisher", "volume_quota"}, f"{path}: {name}"
+
+
+def test_the_publisher_imports_only_the_consumers_core_and_never_the_shell() -> None:
+    for path in package_files("publisher"):
+        for name in imported_modules(path):
+            top = name.split(".")[0]
+            assert top != "volume_quota", f"{path} imports the shell: {name}"
+            if top == "consumer":
+                assert name in ALLOWED_FROM_CONSUMER_IN_PUBLISHER, f"{path} imports {name}"
+
+
+def test_the_production_import_path_does_not_need_the_test_cluster() -> None:
+    for path in package_files(*PACKAGES):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only: a lazy import inside a function is fine
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                assert not any(n.startswith("local_cluster") for n in names), path
+
+
+@pytest.mark.parametrize("package", [*PACKAGES, "deploy/local/local_cluster"])
+def test_no_module_over_400_lines(package: str) -> None:
+    for path in package_files(package):
+        lines = path.read_text().count("\n")
+        assert lines <= 400, f"{path.relative_to(REPOSITORY)} has {lines} lines"
+
+
+@pytest.mark.parametrize("package", [*PACKAGES, "deploy/local/local_cluster"])
+def test_no_function_over_60_lines(package: str) -> None:
+    for path in package_files(package):
+        relative = str(path.relative_to(REPOSITORY))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if (relative, node.name) in DECLARATIVE_FUNCTIONS:
+                continue
+            assert length <= 60, f"{relative}: {node.name} has {length} lines"
