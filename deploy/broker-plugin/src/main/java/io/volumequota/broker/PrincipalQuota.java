@@ -43,6 +43,18 @@ final class PrincipalQuota {
     }
 
     /**
+     * While below base, the shaped value may fall but not rise again, except to a higher goal:
+     * a rise would let the bursts that follow a mute (Kafka's rate window empties while every
+     * connection is muted) pull the quota up and keep a paused principal well above its floor.
+     */
+    static double noRise(double current, double wanted, double goal) {
+        if (Double.isNaN(current) || wanted <= current) {
+            return wanted;
+        }
+        return Math.max(goal, current);
+    }
+
+    /**
      * The value to publish, given the one in force ({@code current}, NaN if none) and the wanted
      * one ({@code wanted}, at least the decision's {@code target}). Base and the decision's own
      * target (already quantized) are used exactly. Other values come from the floor and step-down

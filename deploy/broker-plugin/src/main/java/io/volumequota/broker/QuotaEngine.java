@@ -8,7 +8,6 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -54,8 +53,8 @@ final class QuotaEngine {
     static final long MAX_DECISION_FILE_BYTES = 1024 * 1024;
     /** A client id counts as a connection while it sent a produce request within this time. */
     static final long CONNECTION_LOOKBACK_MS = 60_000;
-    /** The request-size estimate (a decaying maximum) halves in this time without a larger sample. */
-    static final long REQUEST_SIZE_HALF_LIFE_MS = 60_000;
+    /** Time constant of the average request size (bytes / requests, both faded). */
+    static final long REQUEST_SIZE_AVERAGE_MS = 30_000;
     /** Principals without a produce request for this long are forgotten (Kafka drops their sensors after 1 h). */
     static final long IDLE_PRINCIPAL_MS = 3_600_000;
 
@@ -128,9 +127,10 @@ final class QuotaEngine {
         volatile long lastRequestMs;
         volatile double quota = Double.NaN;
         // Ticker only.
-        final ArrayDeque<long[]> counts = new ArrayDeque<>();
-        double requestBytes = Double.NaN;
-        long requestBytesAtMs;
+        long lastTickMs = Long.MIN_VALUE;
+        long lastCount;
+        double bytesSum;
+        double requestsSum;
         StepDownLimiter limiter;
         int connections;
 
@@ -482,33 +482,25 @@ final class QuotaEngine {
                                   long windowMs) {
         double base = config.baseBytesPerSecond();
         long count = principal.requests.sum();
-        principal.counts.addLast(new long[] {now, count});
-        // Keep the newest entry at or before now - window as the first one: the count then.
-        while (principal.counts.size() >= 2) {
-            long[] first = principal.counts.removeFirst();
-            if (principal.counts.peekFirst()[0] > now - windowMs) {
-                principal.counts.addFirst(first);
-                break;
-            }
-        }
-        long requestsInWindow = count - principal.counts.peekFirst()[1];
         principal.clients.values().removeIf(seen -> now - seen > CONNECTION_LOOKBACK_MS);
         principal.connections = Math.max(1, principal.clients.size());
 
         Double rate = rates == null ? null : rates.get(principal.name);
         double bytesInWindow = rate == null ? Double.NaN : rate * windowMs / 1000.0;
         double requestBytes = config.assumedRequestBytes();
-        if (rates != null) {
-            if (rate != null && rate > 0 && requestsInWindow > 0) {
-                double average = bytesInWindow / requestsInWindow;
-                if (Double.isNaN(principal.requestBytes) || average >= decayed(principal, now)) {
-                    principal.requestBytes = average;
-                    principal.requestBytesAtMs = now;
-                }
+        if (principal.lastTickMs != Long.MIN_VALUE && now > principal.lastTickMs) {
+            if (rate != null) {
+                // Average request size = bytes / requests, both summed with exponentially fading
+                // weights (time constant REQUEST_SIZE_AVERAGE_MS) over the polls.
+                double fade = Math.exp(-(now - principal.lastTickMs) / (double) REQUEST_SIZE_AVERAGE_MS);
+                principal.bytesSum = principal.bytesSum * fade + rate * (now - principal.lastTickMs) / 1000.0;
+                principal.requestsSum = principal.requestsSum * fade + (count - principal.lastCount);
             }
-            if (!Double.isNaN(principal.requestBytes)) {
-                requestBytes = decayed(principal, now);
-            }
+        }
+        principal.lastTickMs = now;
+        principal.lastCount = count;
+        if (rates != null && principal.requestsSum >= 1 && principal.bytesSum > 0) {
+            requestBytes = principal.bytesSum / principal.requestsSum;
         }
         double floor = PrincipalQuota.floor(base, config.pauseBytesPerSecond(), principal.connections, requestBytes,
                 config.pauseThrottleMs());
@@ -521,14 +513,15 @@ final class QuotaEngine {
                 ? principal.limiter.apply(goal, now)
                 : PrincipalQuota.shaped(goal, base, bytesInWindow, windowMs, config.stepDownThrottleMs());
         double current = Double.isNaN(principal.quota) ? defaultQuota : principal.quota;
+        if (!Double.isNaN(bytesInWindow)) {
+            // Fall with the window, do not rise with bursts, but rise when the bytes in the window
+            // would otherwise earn a throttle over T_max (more connections than client ids seen).
+            wanted = Math.max(PrincipalQuota.noRise(current, wanted, goal),
+                    PrincipalQuota.shaped(goal, base, bytesInWindow, windowMs, config.maxThrottleMs()));
+        }
         double next = PrincipalQuota.settle(current, wanted, target, base);
         principal.limiter.force(next, now);
         return next;
-    }
-
-    private static double decayed(Principal principal, long now) {
-        return principal.requestBytes * Math.pow(0.5, (now - principal.requestBytesAtMs)
-                / (double) REQUEST_SIZE_HALF_LIFE_MS);
     }
 
     private void raiseResetFlags() {

@@ -25,6 +25,7 @@ record VolumeQuotaConfig(
         long maxValidityMs,
         long stepDownThrottleMs,
         long pauseThrottleMs,
+        long maxThrottleMs,
         double assumedRequestBytes,
         double throttleFactorStep,
         java.util.List<String> warnings) {
@@ -40,6 +41,7 @@ record VolumeQuotaConfig(
     static final String MAX_VALIDITY_MS = PREFIX + "max.validity.ms";
     static final String STEP_DOWN_THROTTLE_MS = PREFIX + "step.down.throttle.ms";
     static final String PAUSE_THROTTLE_MS = PREFIX + "pause.throttle.ms";
+    static final String MAX_THROTTLE_MS = PREFIX + "max.throttle.ms";
     static final String ASSUMED_REQUEST_BYTES = PREFIX + "assumed.request.bytes";
     static final String THROTTLE_FACTOR_STEP = PREFIX + "throttle.factor.step";
 
@@ -94,6 +96,12 @@ record VolumeQuotaConfig(
      * one request each of its connections may add costs at most about T_floor in total.
      */
     static final long DEFAULT_PAUSE_THROTTLE_MS = 12_000;
+    /**
+     * T_max: the quota rises again whenever the bytes in the broker's window would earn a throttle
+     * above this, e.g. because several producers share one client id and are counted as one
+     * connection. At least T_step.
+     */
+    static final long DEFAULT_MAX_THROTTLE_MS = 16_000;
     /** Request size assumed when the broker's byte rate cannot be read: Kafka's default max.request.size. */
     static final double DEFAULT_ASSUMED_REQUEST_BYTES = 1024 * 1024;
     /** THROTTLE factors are rounded down to multiples of this, with half a step of hysteresis. */
@@ -122,6 +130,11 @@ record VolumeQuotaConfig(
         long maxValidity = positiveInteger(configs, MAX_VALIDITY_MS, DEFAULT_MAX_VALIDITY_MS);
         long stepDownThrottle = positiveInteger(configs, STEP_DOWN_THROTTLE_MS, DEFAULT_STEP_DOWN_THROTTLE_MS);
         long pauseThrottle = positiveInteger(configs, PAUSE_THROTTLE_MS, DEFAULT_PAUSE_THROTTLE_MS);
+        long maxThrottle = positiveInteger(configs, MAX_THROTTLE_MS, DEFAULT_MAX_THROTTLE_MS);
+        if (maxThrottle < stepDownThrottle) {
+            throw new ConfigException(MAX_THROTTLE_MS, maxThrottle,
+                    "must be at least " + STEP_DOWN_THROTTLE_MS + " (" + stepDownThrottle + ")");
+        }
         double assumedRequest = positiveNumber(configs, ASSUMED_REQUEST_BYTES, DEFAULT_ASSUMED_REQUEST_BYTES);
         double factorStep = positiveNumber(configs, THROTTLE_FACTOR_STEP, DEFAULT_THROTTLE_FACTOR_STEP);
         if (factorStep > 0.5) {
@@ -131,7 +144,7 @@ record VolumeQuotaConfig(
         Set<String> excluded = excludedUserNames(configs, warnings);
         return new VolumeQuotaConfig(path, base, pause, ratio, windowNum * windowSeconds * 1000L,
                 excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
-                assumedRequest, factorStep, java.util.List.copyOf(warnings));
+                maxThrottle, assumedRequest, factorStep, java.util.List.copyOf(warnings));
     }
 
     private static String requiredString(Map<String, ?> configs, String key) {
