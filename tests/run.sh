@@ -17,5 +17,8 @@ echo "== broker quota callback (Java): JUnit tests and the jar"
 echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
 bash deploy/helm/install-helm.sh
 
+echo "== container image"
+bash deploy/container/build.sh
+
 echo "== tests"
 python3 -m pytest "$@"
