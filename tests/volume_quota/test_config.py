@@ -10,6 +10,7 @@ from schemas.decision import OnMissing
 from volume_quota.cli import build_parser
 from volume_quota.config import DecideSettings, StatusSettings, load_settings
 from volume_quota.config.concerns import PolicySettings
+from volume_quota.config.reference import BEGIN, END, settings_reference
 from volume_quota.config.sources import load
 
 
@@ -65,3 +66,11 @@ def test_the_broker_id_comes_from_meta_properties_when_nothing_names_it(tmp_path
     settings = load_settings({"log_dirs": str(log_dir)})
     assert settings.required_broker_id() == 101
     assert load_settings({"log_dirs": str(log_dir), "broker_id": 7}).required_broker_id() == 7
+
+
+def test_the_settings_reference_in_the_docs_is_the_generated_one() -> None:
+    document = (Path(__file__).resolve().parents[2] / "docs" / "publisher.md").read_text()
+    start, end = document.index(BEGIN), document.index(END) + len(END)
+    assert document[start:end] == settings_reference(), (
+        "docs/publisher.md drifted: paste `python -m volume_quota.config.reference` into it"
+    )
