@@ -6,7 +6,6 @@ import argparse
 import math
 from datetime import datetime
 
-from schemas.decision import OnMissing
 from schemas.snapshot import MAX_BROKER_ID
 
 
@@ -56,18 +55,8 @@ def positive_seconds(text: str) -> float:
     return positive_number(text, "seconds")
 
 
-def non_negative_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be zero or a positive number of seconds")
-    return seconds
-
-
-def on_missing_action(text: str) -> OnMissing:
-    try:
-        return OnMissing(text.strip().upper())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not PAUSE or OPEN") from None
+def positive_integer(text: str) -> int:
+    """A whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)

@@ -101,7 +101,7 @@ def test_bad_line_is_reported_with_its_number_and_its_broker_counts_as_unknown(
         (["evaluate", "FILE", "--active-brokers", "0,x"], "'x' is not a broker id"),
         (["evaluate", "FILE", "--stale-after", "-3"], "stale_after (--stale-after"),
         (["evaluate", "FILE", "--on-missing", "MAYBE"], "should be 'PAUSE' or 'OPEN'"),
-        (["evaluate", "FILE", "--max-reasons", "0"], "--max-reasons must be at least 1"),
+        (["evaluate", "FILE", "--max-reasons", "0"], "'0' is not a whole number of at least 1"),
     ],
 )
 def test_user_mistakes_exit_2_with_one_clear_line(

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from consumer.cluster_state import ClusterState
 from consumer.policy import DEFAULT_MAX_REASONS
 from consumer.stream_replay import replay_snapshot_lines
-from volume_quota.arguments import broker_id_list, iso_instant
+from volume_quota.arguments import broker_id_list, iso_instant, positive_integer
 from volume_quota.config.concerns import PolicySettings
 from volume_quota.config.flags import add_setting_flags
 from volume_quota.config.sources import load
@@ -65,7 +65,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     add_setting_flags(parser, PolicySettings)
     parser.add_argument(
         "--max-reasons",
-        type=int,
+        type=positive_integer,
         default=DEFAULT_MAX_REASONS,
         metavar="N",
         help="list at most N reasons (default: %(default)s)",
@@ -74,8 +74,6 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run(arguments: argparse.Namespace) -> int:
-    if arguments.max_reasons < 1:
-        raise UsageError("--max-reasons must be at least 1")
     flags = {name: getattr(arguments, name) for name in PolicySettings.model_fields}
     policy = load(PolicySettings, flags).decision_policy(max_reasons=arguments.max_reasons)
     state = ClusterState(policy)

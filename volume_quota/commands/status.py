@@ -14,9 +14,9 @@ from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
 from consumer.status_report import cluster_status, render_status_table, status_as_json
+from volume_quota.arguments import positive_seconds
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.decider import KafkaClients
-from volume_quota.errors import UsageError
 from volume_quota.logging_setup import configure_logging
 
 DESCRIPTION = """\
@@ -48,7 +48,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="give up catching up with the topic after this long (default: %(default)g)",
@@ -57,8 +57,6 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run(arguments: argparse.Namespace) -> int:
-    if arguments.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
     settings = settings_from_arguments(StatusSettings, arguments)
     configure_logging("error")
     clients = KafkaClients(settings)
