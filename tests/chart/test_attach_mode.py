@@ -43,6 +43,7 @@ def test_attach_mode_renders_no_kafka_of_its_own(attached: list[Manifest]) -> No
         "ConfigMap",  # the ACL script
         "ConfigMap",  # <fullname>-attach
         "Job",
+        "Pod",  # the helm test hook
         "PrometheusRule",
         "Service",  # the metrics Service, nothing for clients
         "ServiceAccount",

@@ -73,6 +73,7 @@ def test_the_value_sets_cover_every_kind_the_chart_renders() -> None:
     assert rendered == {
         "ConfigMap",
         "Job",
+        "Pod",
         "PodDisruptionBudget",
         "PrometheusRule",
         "Service",

@@ -12,12 +12,20 @@ from tests.chart.chart_tools import RELEASE, REPO, Manifest, find, pod_spec, ren
 FULLNAME = f"{RELEASE}-volume-quota"
 METRIC_SOURCES = ("publisher/publisher_metrics.py", "consumer/consumer_metrics.py")
 # Metrics from outside volume-quota: Prometheus' own and kube-state-metrics'.
-FOREIGN_METRICS = {"up", "kube_pod_container_status_ready"}
+# cert-manager's, for the broker certificate.
+FOREIGN_METRICS = {"up", "certmanager_certificate_expiration_timestamp_seconds"}
+RUNBOOKS = REPO / "docs" / "runbooks.md"
 
 
 @pytest.fixture(scope="module")
 def monitored() -> list[Manifest]:
-    return render(settings={"serviceMonitor.enabled": "true", "prometheusRule.enabled": "true"})
+    return render(
+        settings={
+            "serviceMonitor.enabled": "true",
+            "prometheusRule.enabled": "true",
+            "prometheusRule.brokerCertificateName": "kafka-broker",
+        }
+    )
 
 
 def _rules(manifests: list[Manifest]) -> dict[str, Manifest]:
@@ -61,14 +69,17 @@ def test_the_alerts_cover_what_an_operator_must_know(monitored: list[Manifest]) 
     rules = _rules(monitored)
     assert set(rules) == {
         "VolumeQuotaSidecarDown",
-        "VolumeQuotaSidecarNotReady",
+        "VolumeQuotaSidecarMetricsAbsent",
+        "VolumeQuotaSidecarCannotReachKafka",
         "VolumeQuotaSnapshotsNotPublished",
         "VolumeQuotaPublicationErrors",
+        "VolumeQuotaSnapshotTopicReadErrors",
         "VolumeQuotaDecisionFileWriteErrors",
         "VolumeQuotaThrottlingForMissingData",
         "VolumeQuotaPauseInForce",
         "VolumeQuotaThrottleInForce",
         "VolumeQuotaClientCertificateExpiring",
+        "VolumeQuotaBrokerCertificateExpiring",
     }
     assert 'state="PAUSE"' in rules["VolumeQuotaPauseInForce"]["expr"]
     assert rules["VolumeQuotaPauseInForce"]["labels"]["severity"] == "critical"
@@ -111,3 +122,62 @@ def test_every_alert_uses_metrics_the_sidecar_exports(monitored: list[Manifest])
         assert expression.count("{") == expression.count("}"), name
         if used & exported:
             assert f'namespace="kafka", job="{FULLNAME}-headless"' in expression, name
+
+
+def test_missing_sidecar_metrics_and_topic_read_errors_alert(monitored: list[Manifest]) -> None:
+    rules = _rules(monitored)
+    absent = rules["VolumeQuotaSidecarMetricsAbsent"]["expr"]
+    assert absent.startswith("absent(volume_quota_")
+    assert f'job="{FULLNAME}-headless"' in absent
+    reads = rules["VolumeQuotaSnapshotTopicReadErrors"]["expr"]
+    assert reads.startswith("increase(volume_quota_snapshot_topic_errors_total{")
+    kafka = rules["VolumeQuotaSidecarCannotReachKafka"]["expr"]
+    assert "volume_quota_publisher_kafka_connected" in kafka
+    assert kafka.endswith("== 0")
+
+
+def test_the_broker_certificate_alert_needs_a_certificate_name(monitored: list[Manifest]) -> None:
+    expression = _rules(monitored)["VolumeQuotaBrokerCertificateExpiring"]["expr"]
+    assert 'certmanager_certificate_expiration_timestamp_seconds{namespace="kafka", ' in expression
+    assert 'name="kafka-broker"' in expression
+    assert expression.endswith(f"- time() < {14 * 86400}")
+    unnamed = render(settings={"prometheusRule.enabled": "true"})
+    assert "VolumeQuotaBrokerCertificateExpiring" not in _rules(unnamed)
+
+
+def _anchors(markdown: str) -> dict[str, str]:
+    """GitHub's anchor for every '## ' heading, to the section's text."""
+    sections = re.split(r"^## ", markdown, flags=re.MULTILINE)[1:]
+    anchors = {}
+    for section in sections:
+        heading, _, body = section.partition("\n")
+        slug = re.sub(r"[^a-z0-9 -]", "", heading.strip().lower()).replace(" ", "-")
+        anchors[slug] = body
+    return anchors
+
+
+def test_every_alert_links_its_runbook_section(monitored: list[Manifest]) -> None:
+    base = "https://github.com/volume-quota/volume-quota/blob/main/docs/runbooks.md"
+    sections = _anchors(RUNBOOKS.read_text())
+    for name, rule in _rules(monitored).items():
+        url = rule["annotations"]["runbook_url"]
+        page, _, anchor = url.partition("#")
+        assert page == base, name
+        assert anchor == name.lower(), name
+        body = sections.get(anchor)
+        assert body is not None, f"docs/runbooks.md has no section for {name}"
+        for part in ("**Meaning.**", "**Check.**", "**Action.**"):
+            assert part in body, f"{name}: runbook section lacks {part}"
+    moved = render(
+        settings={
+            "prometheusRule.enabled": "true",
+            "prometheusRule.runbookBaseUrl": "https://wiki.example.com/vq",
+        }
+    )
+    assert _rules(moved)["VolumeQuotaPauseInForce"]["annotations"]["runbook_url"] == (
+        "https://wiki.example.com/vq#volumequotapauseinforce"
+    )
+
+
+def test_every_runbook_section_belongs_to_an_alert(monitored: list[Manifest]) -> None:
+    assert set(_anchors(RUNBOOKS.read_text())) == {name.lower() for name in _rules(monitored)}
