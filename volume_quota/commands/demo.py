@@ -1,168 +1,99 @@
-"""``volume-quota demo``: a local Kafka cluster with a sidecar per broker, no Kafka of your own.
+"""``volume-quota demo``: watch volume-quota slow, pause and release producers on a real cluster.
 
-Starts real Kafka brokers on loopback (mTLS, ACLs; jars fetched once with Maven), loads the quota
-callback into them when its jar is built, runs one sidecar (publisher + consumer) per broker in
-this process, and prints the brokers x volumes table and the cluster decision as it changes.
+The logic lives in :mod:`volume_quota.demo`; this module only parses the command line.
 """
-
-# ruff: noqa: PLC0415 - local_cluster (a checkout's test cluster) is imported only when run
 
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from consumer.status_report import cluster_status, render_status_table
 from volume_quota.arguments import positive_seconds
-from volume_quota.daemons.decider import DecideDaemon, utc_now
-from volume_quota.daemons.publisher import PublisherDaemon, stop_on_signals
 from volume_quota.errors import UsageError
-from volume_quota.logging_setup import configure_logging
-from volume_quota.settings import PublisherSettings, load_settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PLUGIN_JAR = REPOSITORY / "deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
 
-if TYPE_CHECKING:
-    from local_cluster import LocalKafkaCluster
-
 DESCRIPTION = """\
-Try volume-quota with no Kafka of your own: start a local Kafka cluster (real brokers from
-Maven Central jars, KRaft, mTLS with a test CA, ACLs) on 127.0.0.1, run one sidecar per broker
-(publishing its volumes, deciding for it), and print every broker's volumes and the cluster
-decision every few seconds. When the quota callback jar is built (mvn -q package in
-deploy/broker-plugin) the brokers load it and apply the decision to producers.
-Stops (and stops the brokers) on Ctrl-C or after --duration.
+Watch volume-quota do its job, on real Kafka brokers started on 127.0.0.1 (Maven Central jars,
+KRaft, mTLS, ACLs, the quota callback loaded) with one `volume-quota sidecar` per broker:
+
+  OPEN      producers (one per principal) write at the base quota; their rates are measured
+  FILL      a bulk load writes Kafka records into the last broker's log dir
+  THROTTLE  past its soft limit: the factor falls and every producer slows, on every broker
+  PAUSE     past its hard limit: producers drop to the pause floor (never zero)
+  RECOVERY  DeleteRecords frees the space: OPEN again, rates come back
+
+Without root all brokers share your filesystem; the limits are set relative to the free space
+at start (a few hundred MiB of records move the decision) and the demo refuses to start with
+less than 2 GiB free. Everything (data, certificates, logs) lives in one temporary directory,
+removed on exit or Ctrl-C. --scenario none only starts the cluster and watches.
 """
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "demo",
-        help="start a local Kafka cluster with a sidecar per broker and watch the decision",
+        help="a local cluster whose producers slow, pause and recover as a volume fills",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--brokers", type=int, default=1, help="number of brokers (default: 1)")
+    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default: 3)")
     parser.add_argument(
-        "--dir", type=Path, help="where the cluster lives (default: a temporary directory)"
+        "--scenario",
+        choices=("fill", "none"),
+        default="fill",
+        help="fill: the scripted story (default); none: start the cluster and watch only",
     )
     parser.add_argument(
         "--duration", type=positive_seconds, help="stop after this many seconds (default: never)"
     )
     parser.add_argument(
-        "--every", type=positive_seconds, default=5.0, help="print every N seconds (default: 5)"
+        "--dir",
+        type=Path,
+        help="where to create the demo's temporary directory (default: the system's temp dir)",
     )
-    parser.add_argument("--soft-limit", default="MinFreePercentage:15", help="soft limit")
-    parser.add_argument("--hard-limit", default="MinFreePercentage:5", help="hard limit")
+    parser.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="print one JSON object per event, phase and sample instead of the live screen",
+    )
+    parser.add_argument(
+        "--log-file",
+        type=Path,
+        help="write the log here and keep it (default: demo.log in the removed temporary dir)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     if not 1 <= arguments.brokers <= 5:
         raise UsageError("--brokers must be between 1 and 5")
+    if not PLUGIN_JAR.exists():
+        raise UsageError(
+            f"the quota callback is not built: run `mvn -q -B package` in deploy/broker-plugin "
+            f"(expected {PLUGIN_JAR})"
+        )
     try:
-        from local_cluster import LocalClusterError, LocalKafkaCluster, grant_sidecar_acls
+        import local_cluster  # noqa: F401, PLC0415 - a checkout's test cluster, only when run
     except ImportError:
         raise UsageError(
             "the demo needs the local Kafka cluster of a volume-quota checkout: "
             "pip install -e deploy/local (README.md's first command does it)"
         ) from None
-    configure_logging("warning")
-    with tempfile.TemporaryDirectory(prefix="volume-quota-demo-") as scratch:
-        base = (arguments.dir or Path(scratch)).resolve()
-        decisions = base / "decisions"
-        decisions.mkdir(parents=True, exist_ok=True)
-        jar = [PLUGIN_JAR] if PLUGIN_JAR.exists() else []
-        properties = [
-            _callback_properties(decisions / f"broker-{index}.json") if jar else {}
-            for index in range(arguments.brokers)
-        ]
-        print(f"starting {arguments.brokers} Kafka broker(s) under {base} ...", flush=True)
-        cluster = LocalKafkaCluster(
-            base / "kafka",
-            broker_count=arguments.brokers,
-            per_broker_properties=properties,
-            extra_classpath=jar,
-        )
-        try:
-            with cluster:
-                grant_sidecar_acls(cluster)
-                return _run_sidecars(arguments, cluster, decisions, bool(jar))
-        except LocalClusterError as error:
-            raise UsageError(str(error)) from None
+    from volume_quota.demo.plan import NotEnoughSpaceError  # noqa: PLC0415 - rich loads only when run
+    from volume_quota.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
 
-
-def _callback_properties(decision_file: Path) -> dict[str, str]:
-    return {
-        "client.quota.callback.class": "io.volumequota.broker.VolumeQuotaCallback",
-        "volume.quota.decision.path": str(decision_file),
-        "volume.quota.produce.base.bytes.per.second": str(10 * 1024 * 1024),
-        "volume.quota.excluded.principals": "User:publisher;User:consumer;User:admin",
-    }
-
-
-def _sidecar_settings(
-    arguments: argparse.Namespace, cluster: LocalKafkaCluster, index: int, decision_file: Path
-) -> PublisherSettings:
-    identity = cluster.identity_files("publisher")
-    return load_settings(
-        {
-            "broker_id": index,
-            "log_dirs": [str(path) for path in cluster.broker_files(index).data_dirs],
-            "bootstrap_servers": cluster.bootstrap_servers,
-            "tls_ca_file": str(identity.ca),
-            "tls_cert_file": str(identity.cert),
-            "tls_key_file": str(identity.key),
-            "tls_verify_hostname": False,
-            "soft_limit": arguments.soft_limit,
-            "hard_limit": arguments.hard_limit,
-            "decision_file": str(decision_file),
-            "metrics_host": "127.0.0.1",
-            "metrics_port": 0,
-        }
+    options = DemoOptions(
+        brokers=arguments.brokers,
+        scenario=arguments.scenario,
+        duration=arguments.duration,
+        parent_dir=arguments.dir,
+        json_lines=arguments.json_lines,
+        log_file=arguments.log_file,
+        plugin_jar=PLUGIN_JAR,
     )
-
-
-def _run_sidecars(
-    arguments: argparse.Namespace,
-    cluster: LocalKafkaCluster,
-    decisions: Path,
-    callback_loaded: bool,
-) -> int:
-    stop = threading.Event()
-    roles: list[PublisherDaemon | DecideDaemon] = []
-    deciders: list[DecideDaemon] = []
-    for index in range(arguments.brokers):
-        settings = _sidecar_settings(arguments, cluster, index, decisions / f"broker-{index}.json")
-        roles.append(PublisherDaemon(settings, serve_http=False))
-        decider = DecideDaemon(settings)
-        deciders.append(decider)
-        roles.append(decider)
-    threads = [threading.Thread(target=role.run, args=(stop,), daemon=True) for role in roles]
-    for thread in threads:
-        thread.start()
-    print(
-        f"sidecars running; metrics of broker 0 on http://127.0.0.1:{deciders[0].http_port}/metrics"
-        f"; decision files in {decisions}; quota callback "
-        + ("loaded" if callback_loaded else "not built (mvn -q package in deploy/broker-plugin)"),
-        flush=True,
-    )
-    waited = 0.0
-    with stop_on_signals(stop):
-        while not stop.wait(arguments.every):
-            waited += arguments.every
-            decider = deciders[0]
-            now = utc_now()
-            status = cluster_status(decider.state, decider.decision, now)
-            sys.stdout.write(f"\n{now:%H:%M:%S}\n{render_status_table(status)}")
-            sys.stdout.flush()
-            if arguments.duration is not None and waited >= arguments.duration:
-                stop.set()
-    for thread in threads:
-        thread.join(timeout=10)
-    return 0
+    try:
+        return run_demo(options)
+    except NotEnoughSpaceError as error:
+        raise UsageError(str(error)) from None

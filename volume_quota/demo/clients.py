@@ -62,9 +62,15 @@ class _Worker:
 
 
 class DemoProducer(_Worker):
-    """Produces to one partition as fast as the broker lets it; the meter records deliveries."""
+    """Wants ``demand`` bytes per second on one partition; the meter records what is delivered.
 
-    def __init__(self, name: str, config: ClientConfig, topic: str, partition: int) -> None:
+    The demand is paced (no credit builds up while the broker holds the producer back), so in
+    OPEN the delivered rate is the demand and under a smaller quota it is the quota.
+    """
+
+    def __init__(
+        self, name: str, config: ClientConfig, topic: str, partition: int, demand: float
+    ) -> None:
         super().__init__(f"producer-{name}")
         self.name = name
         self.meter = RateMeter()
@@ -82,6 +88,7 @@ class DemoProducer(_Worker):
         )
         self._topic = topic
         self._partition = partition
+        self._demand = demand
 
     def run(self) -> None:
         producer = Producer(self._config)
@@ -93,11 +100,19 @@ class DemoProducer(_Worker):
             else:
                 self.failures += 1
 
+        credit, last = 0.0, time.monotonic()
         while not self._stop.is_set():
+            now = time.monotonic()
+            credit = min(credit + (now - last) * self._demand, self._demand / 4)
+            last = now
+            if credit < len(payload):
+                producer.poll(0.02)
+                continue
             try:
                 producer.produce(
                     self._topic, value=payload, partition=self._partition, on_delivery=delivered
                 )
+                credit -= len(payload)
             except BufferError:
                 producer.poll(0.05)
             producer.poll(0)
@@ -157,23 +172,23 @@ class BulkLoader(_Worker):
             self.done.set()
 
 
-def create_demo_topic(admin_config: ClientConfig, topic: str, broker_count: int) -> None:
-    """One partition per broker, partition i on broker i only, small segments."""
+def create_demo_topic(admin_config: ClientConfig, topic: str, assignment: list[int]) -> None:
+    """Partition i on broker ``assignment[i]`` only (one replica), small segments."""
     admin = AdminClient(_config(admin_config))
     new = NewTopic(
         topic,
-        num_partitions=broker_count,
-        replica_assignment=[[index] for index in range(broker_count)],
+        num_partitions=len(assignment),
+        replica_assignment=[[broker] for broker in assignment],
         config={"segment.bytes": str(8 * 1024 * 1024)},
     )
     admin.create_topics([new], request_timeout=30)[topic].result(timeout=30)
 
 
-def delete_all_records(admin_config: ClientConfig, topic: str, broker_count: int) -> None:
+def delete_all_records(admin_config: ClientConfig, topic: str, partitions: int) -> None:
     """What an operator would do: DeleteRecords up to the high watermark of every partition."""
     admin = AdminClient(_config(admin_config))
-    partitions = [TopicPartition(topic, index, -1) for index in range(broker_count)]
-    for future in admin.delete_records(partitions, request_timeout=30).values():
+    offsets = [TopicPartition(topic, index, -1) for index in range(partitions)]
+    for future in admin.delete_records(offsets, request_timeout=30).values():
         future.result(timeout=30)
 
 

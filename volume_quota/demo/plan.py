@@ -39,7 +39,7 @@ PRODUCER_NAMES = ("app-a", "app-b", "app-c", "app-d", "app-e")
 EXCLUDED_PRINCIPALS = ("publisher", "consumer", "admin", LOADER)
 
 
-class NotEnoughSpace(ValueError):
+class NotEnoughSpaceError(ValueError):
     """The demo's filesystem has too little room to fill a few hundred MiB safely."""
 
 
@@ -74,9 +74,9 @@ class DemoLimits:
 
 
 def check_room(free_bytes: int) -> None:
-    """Raise :class:`NotEnoughSpace` (one clear line) when the filesystem is too full."""
+    """Raise :class:`NotEnoughSpaceError` (one clear line) when the filesystem is too full."""
     if free_bytes < MIN_FREE_TO_START:
-        raise NotEnoughSpace(
+        raise NotEnoughSpaceError(
             f"the demo needs {human_bytes(MIN_FREE_TO_START)} free on its filesystem to fill "
             f"a few hundred MiB safely; only {human_bytes(free_bytes)} is free "
             "(use --dir to put it elsewhere)"
@@ -94,6 +94,17 @@ def plan_limits(free_at_start: int, broker_count: int) -> DemoLimits:
         breaching_broker=breaching,
         free_at_start=free_at_start,
         fill_budget=HARD_GAP + 2 * FILL_MARGIN,
+    )
+
+
+def plan_watch_limits(free_at_start: int, broker_count: int) -> DemoLimits:
+    """Watch-only mode writes nothing: every broker keeps the protective limits."""
+    loose = BrokerLimits(soft_free=OTHER_SOFT_FREE, hard_free=OTHER_HARD_FREE)
+    return DemoLimits(
+        brokers=(loose,) * broker_count,
+        breaching_broker=broker_count - 1,
+        free_at_start=free_at_start,
+        fill_budget=0,
     )
 
 
@@ -120,6 +131,16 @@ def plan_producers(broker_count: int) -> tuple[ProducerPlan, ...]:
     return tuple(
         ProducerPlan(PRODUCER_NAMES[index], index % broker_count) for index in range(count)
     )
+
+
+def topic_assignment(broker_count: int) -> list[int]:
+    """The demo topic's leaders: partition i on broker i for the producers, and one more
+    partition on the breaching broker for the bulk load (so it does not queue behind it)."""
+    return [*range(broker_count), broker_count - 1]
+
+
+def loader_partition(broker_count: int) -> int:
+    return broker_count
 
 
 def callback_properties(decision_file: str) -> dict[str, str]:

@@ -23,10 +23,13 @@ def read_decision(path: Path) -> QuotaDecision | None:
 class SidecarProcess:
     """`python -m volume_quota sidecar` for one broker; dies with the demo (pdeathsig)."""
 
-    def __init__(self, arguments: list[str], decision_file: Path, log_file: Path) -> None:
+    def __init__(
+        self, arguments: list[str], decision_file: Path, log_file: Path, workdir: Path
+    ) -> None:
         self.arguments = arguments
         self.decision_file = decision_file
         self.log_file = log_file
+        self.workdir = workdir
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -37,12 +40,17 @@ class SidecarProcess:
             self.process = subprocess.Popen(
                 [*prefix, sys.executable, "-m", "volume_quota", "sidecar", *self.arguments],
                 env=environment,
+                cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 # Its own session: the terminal's Ctrl-C reaches the demo, which stops it.
                 start_new_session=True,
             )
+
+    def exit_code(self) -> int | None:
+        """None while running (or never started)."""
+        return None if self.process is None else self.process.poll()
 
     def signal_stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -65,3 +73,13 @@ def stop_all(sidecars: list[SidecarProcess], timeout_s: float = 10.0) -> None:
         sidecar.signal_stop()
     for sidecar in sidecars:
         sidecar.wait(timeout_s)
+
+
+def check_sidecars(sidecars: list[SidecarProcess]) -> None:
+    """Raise (one line; the sidecar's own error is in the log) if a sidecar has exited."""
+    for index, sidecar in enumerate(sidecars):
+        code = sidecar.exit_code()
+        if code is not None:
+            raise RuntimeError(
+                f"the sidecar of broker {index} exited with code {code}; see {sidecar.log_file}"
+            )

@@ -18,6 +18,8 @@ from volume_quota.demo.rates import RATE_WINDOW_S
 
 WARMUP_S = 12.0
 """Producers burst for up to ~10 s (the broker's padded quota window) before a fair rate."""
+MIN_PAUSE_S = 15.0
+"""PAUSE lasts at least this long, so that the floor is seen, not just reached."""
 PAUSED_BELOW = 2.5
 """PAUSE is reached when every producer is under this many times the pause floor."""
 RECOVERED_AT = 0.9
@@ -73,6 +75,7 @@ class Story:
     recovered_rates: dict[str, float] = field(default_factory=dict)
     lowest_factor: float = 1.0
     failure: str | None = None
+    _open_since: float | None = None
     _freed_at: float | None = None
 
     def advance(self, seen: Observation) -> list[Action]:
@@ -103,7 +106,13 @@ class Story:
         self.phase_started = at
 
     def _open(self, seen: Observation) -> list[Action]:
-        ready = seen.at >= WARMUP_S + RATE_WINDOW_S and seen.decision is QuotaState.OPEN
+        """Base rates: measured only after a warm-up and a full window of uninterrupted OPEN."""
+        if seen.decision is not QuotaState.OPEN:
+            self._open_since = None
+            return []
+        if self._open_since is None:
+            self._open_since = seen.at
+        ready = seen.at - self._open_since >= WARMUP_S + RATE_WINDOW_S
         if not ready or not seen.rates or min(seen.rates.values()) <= 0:
             return []
         self.base_rates = dict(seen.rates)
@@ -123,7 +132,8 @@ class Story:
 
     def _pause(self, seen: Observation) -> list[Action]:
         floor = PAUSED_BELOW * self.pause_rate
-        if seen.fill_done and all(rate <= floor for rate in seen.rates.values()):
+        long_enough = seen.at - self.phase_started >= MIN_PAUSE_S
+        if long_enough and seen.fill_done and all(r <= floor for r in seen.rates.values()):
             self.paused_rates = dict(seen.rates)
             self._enter(Phase.RECOVERY, seen.at)
             self._freed_at = seen.at
@@ -167,6 +177,7 @@ def narration(phase: Phase, breaching_broker: int, factor: float) -> str:
         "floor (a trickle, never zero) while the bulk load stops.",
         Phase.RECOVERY: "RECOVERY: the operator deletes the topic's records (DeleteRecords via "
         "the Admin API); the segments leave the disk and the decision returns to OPEN.",
-        Phase.DONE: "DONE: producers are back at full rate. Ctrl-C or --duration ends the demo.",
+        Phase.DONE: "DONE: producers are back at full rate; stopping the cluster and removing "
+        "the demo's directory.",
         Phase.FAILED: "FAILED: a phase did not complete in time; see the log file.",
     }[phase]
