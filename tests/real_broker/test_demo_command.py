@@ -1,27 +1,53 @@
-"""`volume-quota demo`: the README's first command, run for a few seconds on a real cluster."""
+"""`volume-quota demo --scenario none`: today's watch-only mode, a few seconds on a real cluster.
+
+The scripted story (fill, throttle, pause, recover) is tested end to end in tests/demo.
+"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.real_broker
 
 
-def test_demo_starts_a_cluster_runs_the_sidecar_and_shows_the_decision() -> None:
+def test_watch_only_mode_starts_a_cluster_runs_the_sidecars_and_shows_the_decision(
+    tmp_path: Path,
+) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "volume_quota", "demo", "--duration", "10", "--every", "5"],
+        [
+            sys.executable,
+            "-m",
+            "volume_quota",
+            "demo",
+            "--scenario=none",
+            "--brokers=1",
+            "--duration=8",
+            "--json-lines",
+            f"--dir={tmp_path}",
+        ],
         capture_output=True,
         text=True,
         timeout=240,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "BROKER  VOLUME" in result.stdout
-    assert "cluster decision: OPEN, throttle factor 1.000" in result.stdout
-    assert "quota callback loaded" in result.stdout
+    assert result.stderr == "", "start-up warnings go to the log file, not the terminal"
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [event["event"] for event in events]
+    assert kinds[0] == "started"
+    assert kinds[-1] == "stopped"
+    assert "phase" not in kinds, "watch-only mode runs no story"
+    decisions = [event for event in events if event["event"] == "decision"]
+    assert [event["state"] for event in decisions] == ["OPEN"]
+    samples = [event for event in events if event["event"] == "sample"]
+    assert len(samples) >= 8
+    assert all(sample["rates"] == {} for sample in samples), "no producers"
+    assert list(tmp_path.iterdir()) == [], "the demo's directory is removed"
 
 
 def test_demo_refuses_a_silly_broker_count() -> None:
