@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Set up and run volume-quota against a local Kafka cluster it starts for you (no Kafka needed):
-# installs the package, builds the broker quota callback, starts real brokers on 127.0.0.1 with
-# a sidecar each, and prints every broker's volumes and the cluster decision. Ctrl-C stops all.
-# Extra arguments go to `volume-quota demo` (see `volume-quota demo --help`).
+# README's first command: watch volume-quota keep a Kafka cluster from filling its disk.
+# Installs the package and the local cluster, builds the broker quota callback, then runs the
+# scripted demo on three real brokers on 127.0.0.1 with a sidecar each: producers at full rate
+# (OPEN), a broker's log dir filling with Kafka records (THROTTLE), the hard limit (PAUSE), and
+# the space freed with DeleteRecords (OPEN again). Ctrl-C stops everything and removes its data.
+# Extra arguments go to `volume-quota demo` (see `volume-quota demo --help`), e.g.
+# `--scenario none` to only start the cluster and watch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-python3 -m pip install --quiet --disable-pip-version-check -e . -e deploy/local
+# rich (the live screen) is listed here until pyproject.toml lists it
+python3 -m pip install --quiet --disable-pip-version-check -e . -e deploy/local rich
 (cd deploy/broker-plugin && mvn -q -B -DskipTests package)
 exec volume-quota demo --brokers 3 "$@"
