@@ -156,12 +156,19 @@ def _forecast_params(arguments: argparse.Namespace) -> ForecastParams:
 
 
 def _tuning_params(arguments: argparse.Namespace) -> TuningParams:
+    from spark_history.cluster_replay import ReplayPolicy
     from spark_history.thresholds import DEFAULT_HARD_GRID, DEFAULT_SOFT_GRID, TuningParams
 
     params = TuningParams(
         soft_grid=arguments.soft_grid or DEFAULT_SOFT_GRID,
         hard_grid=arguments.hard_grid or DEFAULT_HARD_GRID,
         min_warning_hours=arguments.min_warning_hours,
+        lookback_hours=arguments.replay_days * 24.0,
+        policy=ReplayPolicy(
+            stale_after_seconds=arguments.stale_after_minutes * 60.0,
+            on_missing_pause=arguments.on_missing == "PAUSE",
+            retired_after_seconds=arguments.retired_after_hours * 3600.0,
+        ),
     )
     if not params.candidates():
         raise HistoryUsageError("no candidate: every soft limit must exceed some hard limit")

@@ -229,6 +229,27 @@ def _add_report(
         help="warning wanted between the soft and the hard limit (default: %(default)g)",
     )
     parser.add_argument(
+        "--replay-days",
+        type=positive_number,
+        default=30.0,
+        metavar="DAYS",
+        help="history replayed for the limits (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--stale-after-minutes",
+        type=positive_number,
+        default=15.0,
+        metavar="MINUTES",
+        help="in the replay, a live broker whose newest snapshot is older is unknown "
+        "(default: %(default)g; the history is sampled more coarsely than the topic)",
+    )
+    parser.add_argument(
+        "--on-missing",
+        choices=("PAUSE", "OPEN"),
+        default="PAUSE",
+        help="the consumer's action for unknown live brokers, in the replay (default: %(default)s)",
+    )
+    parser.add_argument(
         "--max-plotted",
         type=int,
         default=12,

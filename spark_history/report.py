@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from schemas.wire_types import format_instant
+from spark_history.advice import advice_text, limits_in_force
 from spark_history.balance import balance
 from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast import forecast_volumes
@@ -30,7 +31,7 @@ from spark_history.report_plots import (
     usage_forecast_png,
 )
 from spark_history.session import step
-from spark_history.thresholds import TuningParams, threshold_tradeoffs
+from spark_history.thresholds import IN_FORCE, TuningParams, threshold_tradeoffs
 
 REPORT_FILE = "report.html"
 
@@ -93,8 +94,10 @@ def write_report(
     output_dir.mkdir(parents=True, exist_ok=True)
     with step("forecast"):
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
-    with step("threshold replay"):
-        tradeoffs = threshold_tradeoffs(rows, at, tuning)
+    with step("cluster replay of the limits"):
+        replay = threshold_tradeoffs(rows, at, tuning, tombstones)
+        tradeoffs = replay.table
+        advice = advice_text(tradeoffs, limits_in_force(rows, at), tuning.lookback_hours / 24.0)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
@@ -114,6 +117,7 @@ def write_report(
         skew.to_csv(files.balance_csv, index=False)
         summary = _summary(
             at,
+            advice=advice,
             forecast=forecast,
             tradeoffs=tradeoffs,
             skew=skew,
@@ -141,6 +145,7 @@ def write_report(
 def _summary(
     at: datetime,
     *,
+    advice: str,
     forecast: pd.DataFrame,
     tradeoffs: pd.DataFrame,
     skew: pd.DataFrame,
@@ -163,10 +168,11 @@ def _summary(
         recommendation = {
             "softLimit": {"type": "MinFreePercentage", "level": float(row["softPercent"])},
             "hardLimit": {"type": "MinFreePercentage", "level": float(row["hardPercent"])},
-            "minWarningHours": float(row["minWarningHours"]),
-            "throttledHours": float(row["throttledHours"]),
-            "pausedHours": float(row["pausedHours"]),
+            "minWarningHours": _or_none(row["minWarningHours"]),
+            "clusterThrottledHours": float(row["throttledHours"]),
+            "clusterPausedHours": float(row["pausedHours"]),
         }
+    current = tradeoffs[tradeoffs["limits"] == IN_FORCE].iloc[0]
     return {
         "at": format_instant(at),
         "volumes": len(forecast),
@@ -174,7 +180,13 @@ def _summary(
         "volumesForecastToFill": len(filling),
         "soonestToFill": soonest,
         "trends": {str(k): int(v) for k, v in forecast["trend"].value_counts().items()},
+        "thresholdAdvice": advice,
         "thresholdRecommendation": recommendation,
+        "limitsInForce": {
+            "clusterThrottledHours": float(current["throttledHours"]),
+            "clusterPausedHours": float(current["pausedHours"]),
+            "clusterMissingDataPausedHours": float(current["missingDataPausedHours"]),
+        },
         "skewedVolumes": int(skew["volumeSkewed"].sum()) if len(skew) else 0,
         "skewedBrokers": int(skew.loc[skew["brokerSkewed"], "brokerId"].nunique())
         if len(skew)
@@ -186,6 +198,11 @@ def _summary(
             "hard_grid": list(tuning.hard_grid),
         },
     }
+
+
+def _or_none(value: object) -> float | None:
+    number = float(value)  # type: ignore[arg-type]
+    return None if math.isnan(number) else number
 
 
 def _img(png: bytes | None, alt: str) -> str:
@@ -233,19 +250,7 @@ def _html(
         row["hardPercent"] = points["hardPercent"].iloc[-1]
         png = usage_forecast_png(points, row, forecast_params.horizon_hours)
         usage_figures.append(_img(png, f"usage of {volume['volumeName']}"))
-    recommendation = summary["thresholdRecommendation"]
-    if isinstance(recommendation, dict):
-        advice = (
-            f"Recommended: soft {recommendation['softLimit']['level']:g}% free, hard "
-            f"{recommendation['hardLimit']['level']:g}% free (worst warning "
-            f"{recommendation['minWarningHours']:.1f} h, "
-            f"{recommendation['throttledHours']:.1f} h throttled)."
-        )
-    else:
-        advice = (
-            "No recommendation: no candidate's hard limit was reached in this history "
-            f"with at least {tuning.min_warning_hours:g} h of warning."
-        )
+    advice = str(summary["thresholdAdvice"])
     forecast_columns = [
         "brokerId",
         "volumeName",
@@ -279,7 +284,9 @@ table.data td, table.data th {{ padding: 2px 8px; border-bottom: 1px solid #ddd;
 <h2>Usage and forecast, worst {len(plotted)} volumes</h2>
 {"".join(usage_figures) or "<p class='empty'>No volumes.</p>"}
 <h2>Threshold trade-off</h2>
-<p>{html.escape(advice)} Minimum warning asked: {tuning.min_warning_hours:g} h.</p>
+<p id="threshold-advice">{html.escape(advice)} Minimum warning asked:
+{tuning.min_warning_hours:g} h. Hours are cluster-hours: an hour counts once, in the worst state
+the whole cluster was in (the consumer's rule), whatever the number of volumes.</p>
 {_img(tradeoff_png(tradeoffs, tuning.min_warning_hours), "threshold trade-off")}
 {_table(tradeoffs, list(tradeoffs.columns), limit=200)}
 <h2>Balance (JBOD skew)</h2>

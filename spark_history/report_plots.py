@@ -160,7 +160,7 @@ def tradeoff_png(tradeoffs: pd.DataFrame, min_warning_hours: float) -> bytes | N
             textcoords="offset points",
         )
     axis.axhline(min_warning_hours, color="#2ca02c", linestyle=":", linewidth=1)
-    axis.set_xlabel("hours throttled, all volumes (cost)")
+    axis.set_xlabel("cluster-hours throttled (cost)")
     axis.set_ylabel("warning before the hard limit, worst episode (hours)")
     axis.set_title("Threshold trade-off: soft/hard MinFreePercentage candidates", fontsize=11)
     axis.grid(alpha=0.3)

@@ -1,12 +1,20 @@
 """Threshold tuning: which soft and hard limits would have warned early without throttling much?
 
-Each candidate pair (MinFreePercentage soft and hard) is replayed over every volume's history
-with ``decision_replay.replay_volume`` (one ``applyInPandas`` call per volume, all candidates
-at once), and the per-volume figures are summed per candidate. The recommendation is the
-candidate whose every observed hard breach was preceded by at least ``min_warning_hours`` of
-throttling, with the fewest throttled plus paused hours (then the fewest flips, then the
-lower soft limit). Candidates whose hard limit was never reached in the history have no
-observed warning and are not recommended: history cannot vouch for them.
+Two replays over the lookback window (30 days by default), both on hourly pre-aggregates:
+
+- **the cluster** (``cluster_replay``, the consumer's rule): per candidate and for the limits
+  in force, the cluster-hours THROTTLE and PAUSE (an hour counts in the worst state the cluster
+  reached in it), the hours paused only for missing data, and state flips. This is what
+  producers saw, and what the recommendation minimises;
+- **each volume** (``decision_replay.replay_volume`` on the volume's hourly minimum of free
+  space): episodes, the ones reaching PAUSE, and the warning each gave (hours from the first
+  soft breach to the first hard breach).
+
+The recommendation is the candidate with the fewest cluster-hours throttled plus paused (then
+paused, then flips, then the higher hard and soft limits: more margin for the same cost) among
+those whose every observed hard breach had ``min_warning_hours`` of warning; a candidate whose
+hard limit was never reached qualifies (nothing to warn of), which is why the table says
+whether the warning was observed.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -22,23 +30,27 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history.broker_samples import broker_buckets, to_samples, tombstone_times, window_rows
+from spark_history.cluster_replay import ClusterTimeline, ReplayPolicy, replay_cluster
 from spark_history.decision_replay import Candidate, replay_volume
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
 DEFAULT_MIN_WARNING_HOURS = 6.0
+IN_FORCE = "in force"
 
-_REPLAY_SCHEMA = (
+_VOLUME_SCHEMA = (
     "brokerId int, volumeName string, softPercent double, hardPercent double, "
-    "throttledHours double, pausedHours double, flips long, episodes long, hardEpisodes long, "
-    "warningHours array<double>"
+    "episodes long, hardEpisodes long, warningHours array<double>"
 )
 
 TRADEOFF_COLUMNS: tuple[str, ...] = (
+    "limits",
     "softPercent",
     "hardPercent",
     "throttledHours",
     "pausedHours",
+    "missingDataPausedHours",
     "flips",
     "episodes",
     "hardEpisodes",
@@ -54,10 +66,11 @@ class TuningParams:
     soft_grid: Sequence[float] = DEFAULT_SOFT_GRID
     hard_grid: Sequence[float] = DEFAULT_HARD_GRID
     min_warning_hours: float = DEFAULT_MIN_WARNING_HOURS
-    max_gap_hours: float = 0.25
     merge_gap_hours: float = 1.0
-    lookback_hours: float | None = None
-    """Replay only this much history before ``at`` (default: all of it)."""
+    lookback_hours: float = 30 * 24.0
+    """Replay this much history before ``at``."""
+    bucket_seconds: float = 3600.0
+    policy: ReplayPolicy = field(default_factory=ReplayPolicy)
 
     def candidates(self) -> list[Candidate]:
         """Every (soft, hard) pair of the grids with soft > hard (else THROTTLE never shows)."""
@@ -70,25 +83,31 @@ class TuningParams:
         ]
 
 
-def replay_candidates(rows: DataFrame, at: datetime, params: TuningParams) -> DataFrame:
-    """Per volume and candidate: hours throttled and paused, flips, episodes, warnings."""
+@dataclass(frozen=True, slots=True)
+class Tradeoffs:
+    table: pd.DataFrame
+    """One row for the limits in force, then one per candidate (:data:`TRADEOFF_COLUMNS`)."""
+    in_force: ClusterTimeline
+    """The cluster hour by hour under the limits in force (the incidents timeline)."""
+    buckets: pd.DataFrame
+    """Per broker and hour: the worst volume (``broker_samples.broker_buckets``)."""
+
+
+def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataFrame:
+    """Per volume and candidate: episodes, hard episodes and warnings, on hourly minima."""
     candidates = params.candidates()
-    window = rows.where(F.col("snapshotAt") <= F.lit(at))
-    if params.lookback_hours is not None:
-        window = window.where(
-            F.col("snapshotAt") > F.lit(at) - F.expr(f"INTERVAL {params.lookback_hours} HOURS")
-        )
-    narrow = window.select(
-        "brokerId",
-        "volumeName",
-        (F.unix_micros(F.col("snapshotAt")) / 1e6).alias("t"),
-        "free",
-        "capacity",
+    step = params.bucket_seconds
+    offset = F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at.timestamp())
+    hourly = (
+        window_rows(rows, at, params.lookback_hours)
+        .withColumn("bucket", F.ceil(offset / F.lit(step)))
+        .groupBy("brokerId", "volumeName", "bucket")
+        .agg(F.min("free").alias("free"), F.max_by("capacity", "snapshotAt").alias("capacity"))
     )
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
-        ordered = frame.sort_values("t", kind="stable")
-        times = ordered["t"].to_numpy(dtype=np.float64)
+        ordered = frame.sort_values("bucket", kind="stable")
+        times = ordered["bucket"].to_numpy(dtype=np.float64) * step
         free = ordered["free"].to_numpy(dtype=np.float64)
         capacity = ordered["capacity"].to_numpy(dtype=np.int64)
         records = []
@@ -98,7 +117,7 @@ def replay_candidates(rows: DataFrame, at: datetime, params: TuningParams) -> Da
                 free,
                 capacity,
                 candidate,
-                max_gap_hours=params.max_gap_hours,
+                max_gap_hours=step / 3600.0,
                 merge_gap_hours=params.merge_gap_hours,
             )
             records.append(
@@ -107,9 +126,6 @@ def replay_candidates(rows: DataFrame, at: datetime, params: TuningParams) -> Da
                     "volumeName": str(ordered["volumeName"].iloc[0]),
                     "softPercent": candidate.soft_percent,
                     "hardPercent": candidate.hard_percent,
-                    "throttledHours": stats.throttled_hours,
-                    "pausedHours": stats.paused_hours,
-                    "flips": stats.flips,
                     "episodes": stats.episodes,
                     "hardEpisodes": stats.hard_episodes,
                     "warningHours": stats.warning_hours,
@@ -117,47 +133,81 @@ def replay_candidates(rows: DataFrame, at: datetime, params: TuningParams) -> Da
             )
         return pd.DataFrame.from_records(records)
 
-    return narrow.groupBy("brokerId", "volumeName").applyInPandas(per_volume, _REPLAY_SCHEMA)
+    return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, _VOLUME_SCHEMA)
+
+
+def cluster_grid(buckets: pd.DataFrame, at: datetime, params: TuningParams) -> np.ndarray:
+    """Bucket ends from the first bucket with data to ``at``."""
+    step = params.bucket_seconds
+    end = at.timestamp()
+    if buckets.empty:
+        return np.array([end])
+    first = math.ceil((float(buckets["t"].min()) - end) / step)
+    return end + step * np.arange(first, 1, dtype=np.float64)
 
 
 def threshold_tradeoffs(
-    rows: DataFrame, at: datetime, params: TuningParams | None = None
-) -> pd.DataFrame:
-    """One row per candidate over all volumes, with the recommendation flagged."""
+    rows: DataFrame,
+    at: datetime,
+    params: TuningParams | None = None,
+    tombstones: DataFrame | None = None,
+) -> Tradeoffs:
+    """The cluster replay of the limits in force and of every candidate, plus the per-volume
+    warning statistics, with the recommendation flagged."""
     params = params or TuningParams()
-    per_volume = replay_candidates(rows, at, params)
-    summed = (
-        per_volume.groupBy("softPercent", "hardPercent")
+    buckets = broker_buckets(rows, at, params.lookback_hours, params.bucket_seconds)
+    samples = to_samples(buckets, tombstone_times(tombstones, at))
+    grid = cluster_grid(buckets, at, params)
+    in_force = replay_cluster(samples, grid, params.policy, None)
+    records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]
+    for candidate in params.candidates():
+        timeline = replay_cluster(samples, grid, params.policy, candidate)
+        records.append(
+            {
+                "limits": "candidate",
+                "softPercent": candidate.soft_percent,
+                "hardPercent": candidate.hard_percent,
+                **timeline.hours(params.bucket_seconds),
+            }
+        )
+    cluster = pd.DataFrame.from_records(records)
+    volumes = (
+        replay_volumes(rows, at, params)
+        .groupBy("softPercent", "hardPercent")
         .agg(
-            F.sum("throttledHours").alias("throttledHours"),
-            F.sum("pausedHours").alias("pausedHours"),
-            F.sum("flips").alias("flips"),
             F.sum("episodes").alias("episodes"),
             F.sum("hardEpisodes").alias("hardEpisodes"),
             F.flatten(F.collect_list("warningHours")).alias("warnings"),
         )
         .toPandas()
     )
-    return summarise_tradeoffs(summed, params.min_warning_hours)
+    merged = cluster.merge(volumes, on=["softPercent", "hardPercent"], how="left")
+    return Tradeoffs(summarise_tradeoffs(merged, params.min_warning_hours), in_force, buckets)
 
 
-def summarise_tradeoffs(summed: pd.DataFrame, min_warning_hours: float) -> pd.DataFrame:
-    """Warning statistics and the recommendation from per-candidate sums (small, pandas)."""
-    table = summed.copy()
+def summarise_tradeoffs(merged: pd.DataFrame, min_warning_hours: float) -> pd.DataFrame:
+    """Warning statistics and the recommendation (small, pandas)."""
+    table = merged.copy()
     warnings = [
-        np.asarray(list(values) if values is not None else [], dtype=np.float64)
+        np.asarray(list(values) if isinstance(values, list | np.ndarray) else [], dtype=float)
         for values in table["warnings"]
     ]
     table["minWarningHours"] = [float(w.min()) if w.size else math.nan for w in warnings]
     table["medianWarningHours"] = [float(np.median(w)) if w.size else math.nan for w in warnings]
+    hard = table["hardEpisodes"].fillna(0)
     table["meetsMinimumWarning"] = [
-        bool(w.size) and float(w.min()) >= min_warning_hours for w in warnings
+        limits != IN_FORCE
+        and (episodes == 0 or (w.size > 0 and float(w.min()) >= min_warning_hours))
+        for limits, episodes, w in zip(table["limits"], hard, warnings, strict=True)
     ]
-    table = table.drop(columns=["warnings"]).sort_values(["softPercent", "hardPercent"])
+    table = table.drop(columns=["warnings"])
     table["recommended"] = False
     eligible = table[table["meetsMinimumWarning"]].copy()
     if not eligible.empty:
         eligible["cost"] = eligible["throttledHours"] + eligible["pausedHours"]
-        best = eligible.sort_values(["cost", "flips", "softPercent"], kind="stable").index[0]
+        eligible["lessMargin"] = -eligible["hardPercent"]
+        eligible["lessSoftMargin"] = -eligible["softPercent"]
+        order = ["cost", "pausedHours", "flips", "lessMargin", "lessSoftMargin"]
+        best = eligible.sort_values(order, kind="stable").index[0]
         table.loc[best, "recommended"] = True
     return table.reset_index(drop=True)[list(TRADEOFF_COLUMNS)]

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spark_history.advice import LimitsInForce, advice_text
 from spark_history.balance import balance
-from spark_history.thresholds import TuningParams, summarise_tradeoffs, threshold_tradeoffs
+from spark_history.thresholds import TuningParams, threshold_tradeoffs
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame
@@ -21,45 +22,72 @@ CAPACITY = 1_000_000
 
 
 def test_recommends_the_cheapest_candidate_with_enough_warning(make_rows: RowsFactory) -> None:
-    # Used % climbs 1 point an hour from 70% to 99%, then drops back: two such episodes.
-    climb = np.arange(0, 30, 0.05)  # hours
+    # Used % climbs 1 point an hour from 70% to ~100%, twice: from -100.5 h and from -40.5 h
+    # (crossings fall mid-hour, so each hour bucket is in one state until the crossing).
+    climb = np.arange(0, 29.99, 0.05)  # hours
     used = 70.0 + climb  # percent
-    hours = np.concatenate([climb - 100.0, climb - 40.0])
+    hours = np.concatenate([climb - 100.5, climb - 40.5])
     consumed = np.concatenate([used, used]) * CAPACITY / 100.0
-    frame = volume_frame([0], "/dev/a", hours, consumed, CAPACITY)
-    params = TuningParams(
-        soft_grid=(10.0, 15.0, 20.0), hard_grid=(2.0, 5.0), min_warning_hours=8.0, max_gap_hours=0.1
-    )
-    table = threshold_tradeoffs(make_rows(frame), AT, params).set_index(
-        ["softPercent", "hardPercent"]
-    )
-    # Warning = (soft - hard) points at 1 point an hour; throttled hours per episode the same.
+    frame = volume_frame([0], "/dev/a", hours, consumed, CAPACITY)  # in force: 10/5
+    params = TuningParams(soft_grid=(10.0, 15.0, 20.0), hard_grid=(2.0, 5.0), min_warning_hours=8.0)
+    replay = threshold_tradeoffs(make_rows(frame), AT, params)
+    table = replay.table.set_index(["softPercent", "hardPercent"])
     for key, row in table.iterrows():
         soft, hard = cast(tuple[float, float], key)
+        if math.isnan(soft):
+            continue
+        # Warning = (soft - hard) points at 1 point an hour; THROTTLE for as long, per climb.
         assert row["hardEpisodes"] == 2
-        assert row["minWarningHours"] == pytest.approx(soft - hard, abs=0.06)
-        assert row["throttledHours"] == pytest.approx(2 * (soft - hard), abs=0.2)
-        assert row["meetsMinimumWarning"] == (soft - hard >= 8.0 - 0.06)
-    recommended = table[table["recommended"]]
-    assert recommended.index.tolist() == [(10.0, 2.0)]  # 8 h warning, the least throttling
+        assert row["minWarningHours"] == pytest.approx(soft - hard)
+        assert row["throttledHours"] == pytest.approx(2 * (soft - hard))
+        # PAUSE from the hard crossing (at -100.5 + 30 - hard h) until the next climb starts
+        # (bucket -41 is the last paused one: a breach holds until a snapshot clears it),
+        # then from the second crossing to the end.
+        first = math.ceil(-70.5 - hard)
+        second = math.ceil(-10.5 - hard)
+        assert row["pausedHours"] == (-41 - first + 1) + (0 - second + 1)
+        assert row["meetsMinimumWarning"] == (soft - hard >= 8.0)
+    assert table[table["recommended"]].index.tolist() == [(10.0, 2.0)]  # the least throttling
+    in_force = replay.table[replay.table["limits"] == "in force"].iloc[0]
+    assert in_force["throttledHours"] == 2 * (10 - 5)
+    advice = advice_text(replay.table, LimitsInForce("soft 10% free, hard 5% free", 1), 30)
+    # 10/2 throttles 16 h against 10 h today: the first sentence must say so.
+    first_sentence = advice.split(": ", 1)[0]
+    assert first_sentence.startswith("Caution"), advice
+    assert "16 h throttled" in advice
+    assert "10 h throttled" in advice
 
 
-def test_no_recommendation_without_observed_hard_breaches() -> None:
-    summed = pd.DataFrame(
-        {
-            "softPercent": [10.0],
-            "hardPercent": [5.0],
-            "throttledHours": [0.0],
-            "pausedHours": [0.0],
-            "flips": [0],
-            "episodes": [0],
-            "hardEpisodes": [0],
-            "warnings": [[]],
-        }
-    )
-    table = summarise_tradeoffs(summed, 6.0)
-    assert not table["recommended"].any()
-    assert math.isnan(cast(float, table.loc[0, "minWarningHours"]))
+def test_a_fleet_that_never_paused_gets_no_recommendation_that_pauses(
+    make_rows: RowsFactory,
+) -> None:
+    # Four brokers, two volumes each, limits 10/5 in force. Free space is 7.2% during UTC hours
+    # 10-15 on brokers 0-1 and 8.5% during hours 12-19 on brokers 2-3 (THROTTLE, never PAUSE),
+    # 20% otherwise. Snapshots every 5 minutes, off the hour boundaries, for exactly 72 hours.
+    hours = np.arange(-72 * 60, 0, 5) / 60.0 + 2.5 / 60.0
+    hour_of_day = np.floor(hours + 12.0) % 24  # AT is 12:00 UTC
+    frames = []
+    windows = {0: (10, 16, 0.072), 1: (10, 16, 0.072), 2: (12, 20, 0.085), 3: (12, 20, 0.085)}
+    for broker, (start, end, low_free) in windows.items():
+        low = (hour_of_day >= start) & (hour_of_day < end)
+        free = np.where(low, low_free, 0.20) * CAPACITY
+        for volume in ("/dev/a", "/dev/b"):
+            frames.append(volume_frame([broker], volume, hours, CAPACITY - free, CAPACITY))
+    replay = threshold_tradeoffs(make_rows(pd.concat(frames)), AT, TuningParams())
+    table = replay.table
+    in_force = table[table["limits"] == "in force"].iloc[0]
+    # The cluster is throttled in the union of the windows, hours 10-19: 10 h a day.
+    assert in_force["throttledHours"] == 30.0
+    assert in_force["pausedHours"] == 0.0
+    best = table[table["recommended"]].iloc[0]
+    assert best["pausedHours"] == 0.0
+    assert best["throttledHours"] <= in_force["throttledHours"]
+    advice = advice_text(table, LimitsInForce("soft 10% free, hard 5% free", 8), 30)
+    assert advice.startswith("Recommended:"), advice
+    # 12.5/7.5 (what the per-volume tool recommended) pauses brokers 0-1's hours 10-15.
+    old = table[(table["softPercent"] == 12.5) & (table["hardPercent"] == 7.5)].iloc[0]
+    assert old["pausedHours"] == 18.0
+    assert not old["recommended"]
 
 
 def test_balance_flags_the_odd_volume_and_the_odd_broker(make_rows: RowsFactory) -> None:

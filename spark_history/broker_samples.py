@@ -1,0 +1,115 @@
+"""Per broker and hour (or per snapshot), the worst volume: the input of the cluster replay.
+
+Spark reduces the raw history (one row per volume and snapshot) to one row per broker and
+bucket: the volume with the least free fraction (the worst under any MinFreePercentage
+candidate), the smallest factor under the limits in force (same rule as
+``consumer.limits.judge_free_space``, on the thresholds the ingest stored), and the time of
+the bucket's newest snapshot. Only these rows (brokers x hours in the lookback window) reach
+the driver. A bucket stands for its worst moment: an hour in which the cluster throttled for
+five minutes counts as a throttled hour.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+from spark_history.cluster_replay import NO_BREACH, BrokerSamples
+
+
+def in_force_factor(free: Column, soft: Column, hard: Column) -> Column:
+    """``judge_free_space``'s factor as a Spark column; :data:`NO_BREACH` when OPEN."""
+    return (
+        F.when(free <= hard, F.lit(0.0))
+        .when((soft > hard) & (free <= soft), (free - hard) / (soft - hard))
+        .otherwise(F.lit(NO_BREACH))
+    )
+
+
+def window_rows(rows: DataFrame, at: datetime, lookback_hours: float | None) -> DataFrame:
+    """Rows at or before ``at`` and within the lookback, pruning date partitions."""
+    window = rows.where(F.col("snapshotAt") <= F.lit(at))
+    if lookback_hours is None:
+        return window
+    start = at - timedelta(hours=lookback_hours)
+    window = window.where(F.col("snapshotAt") > F.lit(start))
+    if "date" in rows.columns:
+        window = window.where(
+            F.col("date").between(
+                F.lit(start.astimezone(UTC).date()), F.lit(at.astimezone(UTC).date())
+            )
+        )
+    return window
+
+
+def broker_buckets(
+    rows: DataFrame, at: datetime, lookback_hours: float | None, bucket_seconds: float | None
+) -> pd.DataFrame:
+    """One row per broker and bucket (``bucket_seconds`` None: per snapshot instant)."""
+    window = window_rows(rows, at, lookback_hours)
+    seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
+    if bucket_seconds is None:
+        bucket = seconds
+    else:
+        # Buckets end at ``at``, ``at`` - 1 h, ...: the replay grid.
+        bucket = F.ceil((seconds - F.lit(at.timestamp())) / F.lit(bucket_seconds))
+    fraction = F.col("free") / F.col("capacity")
+    factor = in_force_factor(
+        F.col("free"), F.col("softThresholdBytes"), F.col("hardThresholdBytes")
+    )
+    grouped = window.withColumn("t", seconds).withColumn("bucket", bucket)
+    frame = (
+        grouped.groupBy("brokerId", "bucket")
+        .agg(
+            F.max("t").alias("t"),
+            F.min_by(F.struct("free", "capacity", "volumeName"), fraction).alias("worst"),
+            F.min(factor).alias("inForceFactor"),
+            F.min_by("volumeName", factor).alias("inForceVolume"),
+        )
+        .select(
+            "brokerId",
+            "t",
+            F.col("worst.free").alias("worstFree"),
+            F.col("worst.capacity").alias("worstCapacity"),
+            F.col("worst.volumeName").alias("worstVolume"),
+            "inForceFactor",
+            "inForceVolume",
+        )
+        .toPandas()
+    )
+    return frame.sort_values(["brokerId", "t"], kind="stable").reset_index(drop=True)
+
+
+def tombstone_times(tombstones: DataFrame | None, at: datetime) -> dict[int, float]:
+    """Each broker's newest tombstone at or before ``at`` (seconds since the epoch)."""
+    if tombstones is None:
+        return {}
+    newest = (
+        tombstones.where(F.col("snapshotAt") <= F.lit(at))
+        .groupBy("brokerId")
+        .agg(F.max(F.unix_micros(F.col("snapshotAt")) / 1e6).alias("t"))
+        .collect()
+    )
+    return {int(row["brokerId"]): float(row["t"]) for row in newest}
+
+
+def to_samples(buckets: pd.DataFrame, retired: dict[int, float]) -> list[BrokerSamples]:
+    """The per-broker arrays :func:`cluster_replay.replay_cluster` takes."""
+    samples = []
+    for _, group in buckets.groupby("brokerId", sort=True):
+        broker_id = int(group["brokerId"].iloc[0])
+        samples.append(
+            BrokerSamples(
+                broker_id=broker_id,
+                times=group["t"].to_numpy(dtype=np.float64),
+                worst_free=group["worstFree"].to_numpy(dtype=np.float64),
+                worst_capacity=group["worstCapacity"].to_numpy(dtype=np.float64),
+                in_force_factor=group["inForceFactor"].to_numpy(dtype=np.float64),
+                retired_at=retired.get(broker_id),
+            )
+        )
+    return samples

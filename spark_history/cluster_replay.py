@@ -1,0 +1,156 @@
+"""The cluster decision rule replayed over history: what the *cluster* did, hour by hour.
+
+The consumer decides for the whole cluster (``consumer.ClusterState``): the smallest throttle
+factor of any volume anywhere wins, any volume at its hard limit pauses every producer, and a
+live broker without a fresh snapshot pauses the cluster when ``on_missing`` is PAUSE. A
+per-volume replay sums volume-hours, which is not what producers saw. This module applies
+the same rule at a grid of instants:
+
+- per broker, its newest sample at or before the instant counts (older ones are ignored);
+- a breach counts until a newer sample clears it or a tombstone retires the broker, whether
+  the broker is live and fresh or not;
+- a broker is *live* from its first sample until it is retired (a tombstone after its last
+  sample, or silent for longer than ``retired_after_seconds``); a live broker whose newest
+  sample is older than ``stale_after_seconds`` (strictly), or that has none yet, is unknown;
+- unknown brokers PAUSE the cluster when ``on_missing`` is PAUSE (``caused_by_missing_data``
+  when the limits alone would not have paused it).
+
+``tests/spark/test_cluster_replay.py`` checks, instant by instant, that this gives the state
+and factor ``ClusterState.decide`` gives on the same snapshots.
+
+A sample is one broker at one time, reduced to its worst volume. For MinFreePercentage
+candidates the worst volume is the one with the least free fraction whatever the limits (the
+factor rises with free / capacity), so one (free, capacity) pair per sample serves every
+candidate; the limits in force (any types, per-volume overrides) come as a precomputed factor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from spark_history.decision_replay import (
+    OPEN,
+    PAUSE,
+    THROTTLE,
+    Candidate,
+    FloatArray,
+    IntArray,
+    judge_free_space_array,
+)
+
+NO_BREACH = 2.0
+"""The factor of a sample with no volume past a limit: above any real factor (at most 1; a
+volume exactly at its soft threshold THROTTLEs with factor 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSamples:
+    """One broker's samples, sorted by time (seconds since the epoch)."""
+
+    broker_id: int
+    times: FloatArray
+    worst_free: FloatArray
+    """Free bytes of the volume with the least free fraction."""
+    worst_capacity: FloatArray
+    in_force_factor: FloatArray
+    """The smallest factor of its breaching volumes under the limits in force (0 = PAUSE),
+    :data:`NO_BREACH` when none breaches."""
+    retired_at: float | None = None
+    """Its newest tombstone, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPolicy:
+    """The consumer's knobs, with defaults suited to a history sampled every few minutes."""
+
+    stale_after_seconds: float = 900.0
+    on_missing_pause: bool = True
+    retired_after_seconds: float = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTimeline:
+    """The cluster's state at each grid instant, for one set of limits."""
+
+    times: FloatArray
+    states: IntArray
+    factors: FloatArray
+    missing_data: npt.NDArray[np.bool_]
+    """PAUSE only because some live broker was unknown."""
+    driver: npt.NDArray[np.int64]
+    """The broker with the smallest factor (-1 when none breaches)."""
+
+    def hours(self, step_seconds: float) -> dict[str, float]:
+        step = step_seconds / 3600.0
+        return {
+            "throttledHours": float(np.count_nonzero(self.states == THROTTLE)) * step,
+            "pausedHours": float(np.count_nonzero(self.states == PAUSE)) * step,
+            "missingDataPausedHours": float(np.count_nonzero(self.missing_data)) * step,
+            "flips": float(np.count_nonzero(self.states[1:] != self.states[:-1])),
+        }
+
+
+def _newest(broker: BrokerSamples, grid: FloatArray) -> npt.NDArray[np.int64]:
+    """Index of the broker's newest sample at or before each instant (-1: none yet)."""
+    found: npt.NDArray[np.int64] = np.searchsorted(broker.times, grid, side="right") - 1
+    return found
+
+
+def _presence(
+    broker: BrokerSamples, grid: FloatArray, newest: npt.NDArray[np.int64], policy: ReplayPolicy
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(counts: its newest sample's breach counts, unknown: live without a fresh sample)."""
+    has = newest >= 0
+    sample_time = np.where(has, broker.times[np.maximum(newest, 0)], -np.inf)
+    retired = np.zeros(grid.size, dtype=bool)
+    if broker.retired_at is not None:
+        retired = (broker.retired_at >= sample_time) & (broker.retired_at <= grid)
+    silent = grid - sample_time > policy.retired_after_seconds
+    live = (grid >= broker.times[0]) & ~retired & ~silent
+    stale = ~has | (sample_time < grid - policy.stale_after_seconds)
+    return has & ~retired, live & stale
+
+
+def replay_cluster(
+    brokers: Sequence[BrokerSamples],
+    grid: FloatArray,
+    policy: ReplayPolicy,
+    candidate: Candidate | None,
+) -> ClusterTimeline:
+    """The cluster's state at every instant of ``grid`` under ``candidate`` (None: the limits
+    in force)."""
+    factor = np.full(grid.size, NO_BREACH)
+    driver = np.full(grid.size, -1, dtype=np.int64)
+    unknown = np.zeros(grid.size, dtype=bool)
+    for broker in brokers:
+        newest = _newest(broker, grid)
+        counts, broker_unknown = _presence(broker, grid, newest, policy)
+        unknown |= broker_unknown
+        sample_factor = _sample_factors(broker, candidate)
+        at_instant = np.where(counts, sample_factor[np.maximum(newest, 0)], NO_BREACH)
+        worse = at_instant < factor
+        factor = np.where(worse, at_instant, factor)
+        driver = np.where(worse, broker.broker_id, driver)
+    breach = factor < NO_BREACH
+    states = np.where(factor == 0.0, PAUSE, np.where(breach, THROTTLE, OPEN)).astype(np.int8)
+    missing = unknown & (states != PAUSE) if policy.on_missing_pause else np.zeros_like(unknown)
+    states = np.where(missing, PAUSE, states).astype(np.int8)
+    factors = np.where(missing, 0.0, np.where(breach, factor, 1.0))
+    return ClusterTimeline(grid, states, factors, missing, driver)
+
+
+def _sample_factors(broker: BrokerSamples, candidate: Candidate | None) -> FloatArray:
+    if candidate is None:
+        return broker.in_force_factor
+    soft = np.empty(broker.times.size)
+    hard = np.empty(broker.times.size)
+    for capacity in np.unique(broker.worst_capacity):
+        mask = broker.worst_capacity == capacity
+        soft[mask], hard[mask] = candidate.thresholds(int(capacity))
+    states, factors = judge_free_space_array(broker.worst_free, soft, hard)
+    marked: FloatArray = np.where(states == OPEN, NO_BREACH, factors)
+    return marked

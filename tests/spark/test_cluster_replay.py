@@ -1,0 +1,164 @@
+"""The cluster replay decides, instant by instant, what ``consumer.ClusterState`` decides.
+
+A scenario of five brokers: snapshots every minute with random usage crossing both limits,
+per-volume limit overrides, one broker with a 20-minute publishing outage (stale while live),
+one retired with a tombstone, one that joins late. The same snapshots go through
+``ClusterState`` (apply, retire, live set, decide) and through the history path (JSONL, Spark
+rows with the consumer's thresholds, per-snapshot broker samples, ``replay_cluster``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pyspark.sql import SparkSession
+
+from consumer import ClusterState, DecisionPolicy
+from schemas.decision import OnMissing
+from schemas.snapshot import VolumeSnapshot
+from spark_history.broker_samples import broker_buckets, to_samples
+from spark_history.cluster_replay import ReplayPolicy, replay_cluster
+from spark_history.decision_replay import STATE_CODES, Candidate
+from spark_history.history_input import load_history
+
+START = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
+MINUTES = 120
+STALE_SECONDS = 150.0
+CAPACITY = 1000
+OUTAGE = (40, 60)  # broker 2 publishes nothing in these minutes, but stays live
+RETIRED_AT = 90.5  # broker 3: last snapshot at minute 90, tombstone half a minute later
+JOINS_AT = 30  # broker 4's first snapshot
+BURST = (70, 76)
+
+
+def _limit(percent: float) -> dict[str, object]:
+    return {"type": "MinFreePercentage", "level": percent}
+
+
+def _snapshots() -> list[VolumeSnapshot]:
+    rng = np.random.default_rng(13)
+    snapshots = []
+    used = {(broker, volume): 840.0 for broker in range(5) for volume in range(3)}
+    for minute in range(MINUTES):
+        for broker in range(5):
+            for volume in range(3):
+                # Mean-reverting around 84% used: mostly below the soft limit, sometimes past
+                # the hard one.
+                current = used[broker, volume]
+                step = 0.1 * (840.0 - current) + rng.normal(0.0, 15.0)
+                used[broker, volume] = float(np.clip(current + step, 700, 1000))
+            if BURST[0] <= minute < BURST[1]:
+                used[1, 0] = 990.0  # a burst fills broker 1's first volume past every limit
+            if OUTAGE[0] <= minute < OUTAGE[1] and broker == 2:
+                continue
+            if (broker == 3 and minute > 90) or (broker == 4 and minute < JOINS_AT):
+                continue
+            # Jittered publication instants, a few seconds apart from broker to broker.
+            instant = START + timedelta(minutes=minute, seconds=broker * 7 + int(rng.integers(5)))
+            volumes = []
+            for volume in range(3):
+                entry: dict[str, object] = {
+                    "volumeName": f"/dev/v{volume}",
+                    "capacity": CAPACITY,
+                    "consumed": round(used[broker, volume]),
+                }
+                if volume == 2:
+                    entry["softLimit"] = {"type": "MinFreeBytes", "level": 80}
+                    entry["hardLimit"] = {"type": "ConsumedSpace", "level": 985}
+                volumes.append(entry)
+            snapshots.append(
+                VolumeSnapshot.model_validate(
+                    {
+                        "schemaVersion": 1,
+                        "brokerId": broker,
+                        "snapshotAt": instant.isoformat(),
+                        "softLimit": _limit(10.0),
+                        "hardLimit": _limit(3.0),
+                        "volumes": volumes,
+                    }
+                )
+            )
+    return snapshots
+
+
+def _live(broker: int, now: float, joined: dict[int, float]) -> bool:
+    """The scenario's live set (what the Admin client would say): a broker joins the cluster
+    when it first publishes (the history cannot see a broker before that) and broker 3
+    leaves at ``RETIRED_AT``."""
+    minute = (now - START.timestamp()) / 60.0
+    if broker == 3 and minute >= RETIRED_AT:
+        return False
+    return now >= joined[broker]
+
+
+def _consumer_decisions(
+    snapshots: list[VolumeSnapshot], grid: np.ndarray, candidate: Candidate | None
+) -> tuple[list[int], list[float]]:
+    state = ClusterState(
+        DecisionPolicy(stale_after_seconds=STALE_SECONDS, on_missing=OnMissing.PAUSE)
+    )
+    joined: dict[int, float] = {}
+    for snapshot in snapshots:
+        instant = snapshot.snapshot_at.timestamp()
+        joined[snapshot.broker_id] = min(joined.get(snapshot.broker_id, instant), instant)
+    pending = sorted(snapshots, key=lambda snapshot: snapshot.snapshot_at)
+    retire_at = START.timestamp() + RETIRED_AT * 60
+    retired = False
+    states, factors = [], []
+    for now in grid:
+        while pending and pending[0].snapshot_at.timestamp() <= now:
+            snapshot = pending.pop(0)
+            if candidate is not None:
+                snapshot = _with_candidate(snapshot, candidate)
+            state.apply_snapshot(snapshot)
+        if not retired and retire_at <= now:
+            state.retire(3)
+            retired = True
+        state.set_live_brokers(broker for broker in range(5) if _live(broker, now, joined))
+        decision = state.decide(datetime.fromtimestamp(now, UTC))
+        states.append(STATE_CODES[decision.state])
+        factors.append(decision.throttle_factor)
+    return states, factors
+
+
+def _with_candidate(snapshot: VolumeSnapshot, candidate: Candidate) -> VolumeSnapshot:
+    """The snapshot as the candidate limits would have it: broker-wide, no overrides."""
+    wire = snapshot.model_dump(by_alias=True, mode="json", exclude_none=True)
+    wire["softLimit"] = _limit(candidate.soft_percent)
+    wire["hardLimit"] = _limit(candidate.hard_percent)
+    wire["volumes"] = [
+        {key: value for key, value in volume.items() if key not in ("softLimit", "hardLimit")}
+        for volume in wire["volumes"]
+    ]
+    return VolumeSnapshot.model_validate(wire)
+
+
+@pytest.mark.spark
+def test_replay_matches_cluster_state_instant_by_instant(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    snapshots = _snapshots()
+    source = tmp_path / "snapshots.jsonl"
+    source.write_bytes(b"".join(snapshot.to_json_bytes() + b"\n" for snapshot in snapshots))
+    rows = load_history(spark, source)
+    end = START + timedelta(minutes=MINUTES)
+    buckets = broker_buckets(rows, end, None, None)
+    samples = to_samples(buckets, {3: START.timestamp() + RETIRED_AT * 60})
+    # Every 20 s from the first snapshot to two minutes past the last.
+    grid = START.timestamp() + np.arange(0, (MINUTES + 2) * 60, 20.0)
+    policy = ReplayPolicy(stale_after_seconds=STALE_SECONDS, retired_after_seconds=86400.0)
+    outage = (grid > START.timestamp() + (OUTAGE[0] + 3) * 60) & (
+        grid < START.timestamp() + OUTAGE[1] * 60
+    )
+    # The limits in force (with per-volume overrides), then a MinFreePercentage candidate.
+    for candidate in (None, Candidate(12.5, 5.0)):
+        timeline = replay_cluster(samples, grid, policy, candidate)
+        expected_states, expected_factors = _consumer_decisions(snapshots, grid, candidate)
+        assert timeline.states.tolist() == expected_states, candidate
+        assert timeline.factors.tolist() == pytest.approx(expected_factors, abs=1e-12)
+        # The scenario exercises every state, and the outage pauses for missing data.
+        assert set(expected_states) == {0, 1, 2}, candidate
+        assert timeline.missing_data[outage].any(), candidate
