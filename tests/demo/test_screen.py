@@ -124,6 +124,8 @@ def test_the_live_screen_prints_only_the_story_events_above_the_view() -> None:
     screen.event("phase", text="PAUSE: shown")
     screen.frame(view)
     screen.close()
+    screen.event("error", text="the demo failed: broker 1 did not serve")
     assert "not shown" not in buffer.getvalue()
     assert "PAUSE: shown" in buffer.getvalue()
+    assert "the demo failed: broker 1 did not serve" in buffer.getvalue()
     assert "User:app-a" in buffer.getvalue()

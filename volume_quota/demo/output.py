@@ -41,7 +41,7 @@ class JsonLines:
         return None
 
 
-_SHOWN_EVENTS = {"started", "phase", "summary", "notice"}
+_SHOWN_EVENTS = {"started", "phase", "summary", "notice", "error", "interrupted", "stopped"}
 
 
 class LiveScreen:

@@ -96,7 +96,12 @@ def run_demo(options: DemoOptions) -> int:
                 output.close()
                 _teardown(resources)
                 shutil.rmtree(workdir, ignore_errors=True)
-                output.event("stopped", removed=str(workdir))
+                kept = f"; the log is kept in {log_file}" if options.log_file else ""
+                output.event(
+                    "stopped",
+                    removed=str(workdir),
+                    text=f"stopped every broker and sidecar and removed {workdir}{kept}",
+                )
             finally:
                 signal.signal(signal.SIGTERM, previous_sigterm)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
