@@ -71,6 +71,8 @@ def test_the_value_sets_cover_every_kind_the_chart_renders() -> None:
         kind for files, settings in VALUE_SETS.values() for kind in kinds(render(files, settings))
     }
     assert rendered == {
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ConfigMap",
         "Job",
         "Pod",

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -62,10 +64,25 @@ def _run_kafka_start(
         "KAFKA_HOME": str(kafka_home),
         "POD_NAME": f"{FULLNAME}-2",
         "HOSTNAME": f"{FULLNAME}-2",
+        "TLS_RELOAD_INTERVAL_SECONDS": "0",
         **environment,
     }
     return subprocess.run(
         ["bash", "-c", script], env=env, capture_output=True, text=True, check=False, timeout=30
+    )
+
+
+def _kafka_start_script(manifests: list[Manifest], root: Path) -> str:
+    config_map = find(manifests, "ConfigMap", f"{FULLNAME}-kafka")["data"]
+    template_dir, config_dir = root / "template", root / "config"
+    template_dir.mkdir()
+    config_dir.mkdir()
+    (template_dir / "server.properties").write_text(config_map["server.properties"])
+    return (
+        config_map["kafka-start.sh"]
+        .replace("/opt/volume-quota/kafka-config-template", str(template_dir))
+        .replace("/opt/volume-quota/kafka-config", str(config_dir))
+        .replace("/etc/kafka/tls", str(_tls_dir(root)))
     )
 
 
@@ -98,6 +115,81 @@ def test_kafka_start_writes_this_nodes_config_and_starts_kafka(
         str(config),
     ]
     assert (bin_dir / "kafka-server-start.sh.args").read_text().splitlines() == [str(config)]
+
+
+def test_a_renewed_broker_certificate_is_reloaded_without_a_restart(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    script = _kafka_start_script(default_manifests, tmp_path)
+    kafka_home = _stub_kafka_home(tmp_path, ("kafka-storage.sh",))
+    bin_dir = kafka_home / "bin"
+    # The broker: stays up while the test renews the certificate.
+    (bin_dir / "kafka-server-start.sh").write_text("#!/bin/bash\nsleep 30\n")
+    calls = bin_dir / "kafka-configs.calls"
+    (bin_dir / "kafka-configs.sh").write_text(f'#!/bin/bash\necho "$*" >> {calls}\n')
+    for tool in ("kafka-server-start.sh", "kafka-configs.sh"):
+        (bin_dir / tool).chmod(0o755)
+    kafka = container(pod_spec(default_manifests), "kafka")
+    assert env_values(kafka)["TLS_RELOAD_INTERVAL_SECONDS"] == "60"
+    env = {
+        "PATH": os.environ["PATH"],
+        **env_values(kafka),
+        "KAFKA_HOME": str(kafka_home),
+        "KAFKA_NODE_ID": "2",
+        "POD_NAME": f"{FULLNAME}-2",
+        "TLS_RELOAD_INTERVAL_SECONDS": "1",
+    }
+    keystore = tmp_path / "config" / "keystore.pem"
+    tls = tmp_path / "tls"
+    broker = subprocess.Popen(
+        ["bash", "-c", script],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not (tmp_path / "config" / "server.properties").exists():
+            assert time.monotonic() < deadline, "kafka-start.sh did not start"
+            time.sleep(0.1)
+        time.sleep(1.5)
+        assert not calls.exists()  # nothing changed yet: no reload
+        renewed = "-----BEGIN CERTIFICATE-----\nrenewed\n-----END CERTIFICATE-----\n"
+        (tls / "tls.crt").write_text(renewed)
+        while not calls.exists() or len(calls.read_text().splitlines()) < 3:
+            assert time.monotonic() < deadline, "the renewed certificate was not reloaded"
+            time.sleep(0.1)
+    finally:
+        os.killpg(broker.pid, signal.SIGTERM)
+        broker.wait(timeout=10)
+    assert keystore.read_text() == (tls / "tls.key").read_text() + renewed
+    assert stat.S_IMODE(keystore.stat().st_mode) == 0o600
+    config_dir = tmp_path / "config"
+    expected = [
+        f"--bootstrap-server {FULLNAME}-2.{POD_DOMAIN}:9092 "
+        f"--command-config {config_dir}/reload-client.properties "
+        f"--entity-type brokers --entity-name 2 --alter --add-config "
+        f"listener.name.{listener}.ssl.keystore.location={config_dir}/keystore.pem"
+        for listener in ("client", "internal", "controller")
+    ]
+    assert calls.read_text().splitlines() == expected
+    client = (config_dir / "reload-client.properties").read_text().splitlines()
+    assert f"ssl.keystore.location={config_dir}/keystore.pem" in client
+    assert f"ssl.truststore.location={tls}/ca.crt" in client
+
+
+def test_kafka_start_sets_the_rack_it_is_given(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    rack = tmp_path / "rack"
+    rack.write_text("eu-west-1b")
+    completed = _run_kafka_start(
+        default_manifests, tmp_path, {"KAFKA_NODE_ID": "2", "RACK_FILE": str(rack)}
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = (tmp_path / "config" / "server.properties").read_text().splitlines()
+    assert "broker.rack=eu-west-1b" in lines
 
 
 def test_kafka_start_falls_back_to_the_host_names_ordinal(
