@@ -78,9 +78,9 @@ def _kafka_start_script(manifests: list[Manifest], root: Path) -> str:
     template_dir.mkdir()
     config_dir.mkdir()
     (template_dir / "server.properties").write_text(config_map["server.properties"])
+    script: str = config_map["kafka-start.sh"]
     return (
-        config_map["kafka-start.sh"]
-        .replace("/opt/volume-quota/kafka-config-template", str(template_dir))
+        script.replace("/opt/volume-quota/kafka-config-template", str(template_dir))
         .replace("/opt/volume-quota/kafka-config", str(config_dir))
         .replace("/etc/kafka/tls", str(_tls_dir(root)))
     )
