@@ -57,6 +57,13 @@ class ConsumerMetrics:
             ["reason"],
             registry=registry,
         )
+        self.signature_checks = Counter(
+            "volume_quota_snapshot_signature_checks_total",
+            "Signature checks of snapshot messages, by outcome (valid, unsigned, bad_signature, "
+            "untrusted_certificate, expired_certificate, wrong_identity, malformed).",
+            ["outcome"],
+            registry=registry,
+        )
         self.live_broker_errors = Counter(
             "volume_quota_live_broker_refresh_errors_total",
             "Failed attempts to learn the live brokers from the Admin client.",

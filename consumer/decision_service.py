@@ -22,6 +22,7 @@ from consumer.clock import Clock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.current_decision import CurrentDecision
+from consumer.signatures import SignatureMode, SignatureTrust, check_signature
 from consumer.snapshot_topic_reader import TopicRecord
 from consumer.topic_messages import Retirement, interpret_message
 from schemas.decision import QuotaDecision
@@ -50,6 +51,14 @@ class LoopTiming:
     """How often ``run`` calls its ``between_steps`` hook (certificate checks)."""
 
 
+@dataclass(frozen=True)
+class SignaturePolicy:
+    """Whether and how to check who signed each message (see ``consumer.signatures``)."""
+
+    mode: SignatureMode = SignatureMode.ACCEPT
+    trust: SignatureTrust | None = None
+
+
 def material(decision: QuotaDecision) -> tuple[object, ...]:
     """What a reader acts on; a change here is written at once."""
     return (
@@ -71,6 +80,7 @@ class DecisionService:
         sink: Callable[[QuotaDecision], None],
         metrics: ConsumerMetrics,
         timing: LoopTiming = LoopTiming(),
+        signatures: SignaturePolicy = SignaturePolicy(),
     ) -> None:
         self.state = state
         self._source = source
@@ -79,6 +89,7 @@ class DecisionService:
         self._sink = sink
         self._metrics = metrics
         self._timing = timing
+        self._signatures = signatures
         self._live_known = False
         self._next_live_refresh = 0.0
         self._next_assign_attempt = 0.0
@@ -182,6 +193,8 @@ class DecisionService:
             log.warning("reading the snapshot topic failed", error=str(error))
 
     def _apply(self, record: TopicRecord) -> None:
+        if not self._signed_well_enough(record):
+            return
         event = interpret_message(record.key, record.value)
         if isinstance(event, VolumeSnapshot):
             taken = self.state.apply_snapshot(event)
@@ -199,6 +212,33 @@ class DecisionService:
                 offset=record.offset,
                 reason=event.describe(),
             )
+
+    def _signed_well_enough(self, record: TopicRecord) -> bool:
+        """Check the signature unless the mode is ACCEPT; False rejects the record (REQUIRE)."""
+        policy = self._signatures
+        if policy.mode is SignatureMode.ACCEPT or policy.trust is None:
+            return True
+        check = check_signature(
+            record.key, record.value, record.headers, policy.trust, self._clock.wall()
+        )
+        self._metrics.signature_checks.labels(outcome=check.outcome.value).inc()
+        if check.trusted:
+            return True
+        rejected = policy.mode is SignatureMode.REQUIRE
+        log.warning(
+            "snapshot rejected: signature check failed"
+            if rejected
+            else "snapshot used although its signature check failed (snapshot_signatures=warn)",
+            key=(record.key or b"")[:20].decode("ascii", "replace"),
+            offset=record.offset,
+            outcome=check.outcome.value,
+            detail=check.detail,
+            signer=check.signer,
+        )
+        if rejected:
+            self._metrics.messages.labels(outcome="invalid").inc()
+            self._metrics.invalid_messages.labels(reason="signature").inc()
+        return not rejected
 
     def _refresh_live_brokers(self, moment: float) -> None:
         try:

@@ -21,6 +21,7 @@ class KafkaMessage(Protocol):
     def value(self) -> bytes | None: ...
     def partition(self) -> int | None: ...
     def offset(self) -> int | None: ...
+    def headers(self) -> Any: ...
 
 
 class KafkaConsumer(Protocol):
@@ -43,6 +44,7 @@ class TopicRecord:
     value: bytes | None
     partition: int
     offset: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 class SnapshotTopicReader:
@@ -110,7 +112,16 @@ class SnapshotTopicReader:
             if partition is None or offset is None:  # only error events lack them
                 continue
             self._next_offsets[partition] = offset + 1
-            yield TopicRecord(message.key(), message.value(), partition, offset)
+            headers = header_pairs(message.headers())
+            yield TopicRecord(message.key(), message.value(), partition, offset, headers)
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def header_pairs(raw: Any) -> tuple[tuple[str, bytes | None], ...]:
+    """Record headers as (name, bytes) pairs, whichever form the client returned them in."""
+    items = raw.items() if isinstance(raw, Mapping) else (raw or ())
+    return tuple(
+        (str(name), value.encode() if isinstance(value, str) else value) for name, value in items
+    )

@@ -9,7 +9,7 @@ asks for a rebuild.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -47,7 +47,13 @@ class SnapshotSink(Protocol):
     @property
     def needs_rebuild(self) -> bool: ...
 
-    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None: ...
+    def send(
+        self,
+        key: bytes,
+        value: bytes | None,
+        on_result: DeliveryCallback,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None: ...
 
     def poll(self, timeout_seconds: float) -> None: ...
 
@@ -83,12 +89,20 @@ class KafkaSnapshotSink:
     def needs_rebuild(self) -> bool:
         return self._fatal
 
-    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None:
+    def send(
+        self,
+        key: bytes,
+        value: bytes | None,
+        on_result: DeliveryCallback,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         def report(error: KafkaError | None, _message: Message) -> None:
             on_result(None if error is None else f"{error.name()}: {error.str()}")
 
         try:
-            self._producer.produce(self._topic, key=key, value=value, on_delivery=report)
+            self._producer.produce(
+                self._topic, key=key, value=value, headers=list(headers), on_delivery=report
+            )
         except (BufferError, KafkaException) as error:
             raise SendError(str(error)) from None
 

@@ -71,6 +71,10 @@ class Credentials(Protocol):
 
     def rotated(self) -> object | None: ...
 
+    def sign(self, key: bytes, value: bytes | None) -> list[tuple[str, bytes]]:
+        """The record headers that sign this message (``schemas.signature``)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
@@ -225,8 +229,10 @@ class PublicationLoop:
             report = DeliveryReported(action.message_id, error, self._clock.monotonic())
             self._carry_out(self._core.handle(report))
 
+        value = action.snapshot.to_json_bytes()
+        headers = self._credentials.sign(self._key, value) if self._credentials else []
         try:
-            self._sink.send(self._key, action.snapshot.to_json_bytes(), on_result)
+            self._sink.send(self._key, value, on_result, headers)
         except SendError as error:
             on_result(f"refused by the producer: {error}")
 

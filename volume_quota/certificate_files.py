@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from publisher.signing import SnapshotSigner
 from volume_quota.certificate_inspection import (
     CertificateError,
     CertificateSummary,
@@ -43,6 +47,14 @@ def fingerprint(paths: Sequence[Path]) -> tuple[str, ...]:
         except OSError:
             digests.append("missing")
     return tuple(digests)
+
+
+def load_signer(files: TlsFiles) -> SnapshotSigner:
+    """A signer of snapshot messages from the client certificate and key of ``files``."""
+    certificate = x509.load_pem_x509_certificate(files.certificate_file.read_bytes())
+    password = files.key_password.encode() if files.key_password is not None else None
+    key = serialization.load_pem_private_key(files.key_file.read_bytes(), password)
+    return SnapshotSigner(key, certificate.public_bytes(serialization.Encoding.DER))
 
 
 def check_tls_files(files: TlsFiles) -> CertificateSummary:
@@ -89,6 +101,7 @@ class TlsCredentials:
     def __init__(self, files: TlsFiles) -> None:
         self._watch = TlsFileWatch(files)
         self._summary = check_tls_files(files)
+        self._signer = load_signer(files)
         self._rejected: tuple[str, ...] | None = None
         self.last_problem: str | None = None
         """Why the newest change was not taken (for a log line), until a usable set arrives."""
@@ -100,6 +113,10 @@ class TlsCredentials:
     @property
     def not_after(self) -> datetime:
         return self._summary.not_after
+
+    def sign(self, key: bytes | None, value: bytes | None) -> list[tuple[str, bytes]]:
+        """Record headers signing a message with the current key (``schemas.signature``)."""
+        return self._signer.headers(key, value)
 
     def rotated(self) -> Rotation | None:
         """A usable new set of files since the last one taken, else None (unchanged, or
@@ -117,4 +134,5 @@ class TlsCredentials:
         self._watch.accept(changed)
         self._rejected = None
         self._summary = summary
+        self._signer = load_signer(self._watch.files)
         return Rotation(summary)

@@ -12,6 +12,7 @@ from publisher.snapshot_building import build_snapshot
 from publisher.topic_setup import TopicOutcome, check_topic, new_admin_client
 from publisher.volume_measurement import measure_volumes
 from schemas.snapshot import VolumeSnapshot, snapshot_key
+from volume_quota.certificate_files import load_signer
 from volume_quota.config import PublishSettings
 from volume_quota.daemons.publisher import discover_configured_volumes
 from volume_quota.errors import UsageError
@@ -69,13 +70,20 @@ def _send_after_topic_check(
     sink = KafkaSnapshotSink(
         with_client_logger(producer_config(connection, broker_id, timeout)), settings.topic
     )
-    error = send_and_wait(sink, key, value, timeout + 5.0)
+    # Signed like the daemon's snapshots: a consumer that requires signatures must be able to
+    # tell this message (a tombstone above all) from a forgery.
+    headers = load_signer(settings.required_tls_files()).headers(key, value)
+    error = send_and_wait(sink, key, value, timeout + 5.0, headers)
     if error is not None:
         raise PublicationFailedError(error)
 
 
 def send_and_wait(
-    sink: SnapshotSink, key: bytes, value: bytes | None, timeout_seconds: float
+    sink: SnapshotSink,
+    key: bytes,
+    value: bytes | None,
+    timeout_seconds: float,
+    headers: list[tuple[str, bytes]] | None = None,
 ) -> str | None:
     """Send one message and wait for its delivery report; None when delivered."""
     outcome: list[str | None] = []
@@ -86,7 +94,7 @@ def send_and_wait(
         reported.set()
 
     try:
-        sink.send(key, value, on_result)
+        sink.send(key, value, on_result, headers or [])
     except SendError as error:
         return f"refused by the producer: {error}"
     deadline = time.monotonic() + timeout_seconds

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding
 from prometheus_client import CollectorRegistry
 
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
-from consumer.decision_service import DecisionService, LoopTiming
+from consumer.decision_service import DecisionService, LoopTiming, SignaturePolicy
 from consumer.policy import DecisionPolicy
+from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import TopicRecord
+from publisher.signing import SnapshotSigner
 from schemas.decision import OnMissing, QuotaDecision, QuotaState, ReasonKind
+from tests.publisher.tls_material import TestCertificateAuthority
 from tests.snapshot_factory import NOON, snapshot_line, volume
 
 
@@ -52,7 +57,12 @@ def record(broker_id: int, free: int = 900, at: datetime = NOON) -> TopicRecord:
 
 class Harness:
     def __init__(
-        self, backlog: list[TopicRecord], *, on_missing: OnMissing = OnMissing.PAUSE, **kw: int
+        self,
+        backlog: list[TopicRecord],
+        *,
+        on_missing: OnMissing = OnMissing.PAUSE,
+        signatures: SignaturePolicy | None = None,
+        **kw: int,
     ) -> None:
         self.now = NOON + timedelta(seconds=1)
         self.topic = ScriptedTopic(backlog, **kw)
@@ -67,6 +77,7 @@ class Harness:
             sink=self.written.append,
             metrics=ConsumerMetrics(self.registry),
             timing=LoopTiming(poll_timeout_seconds=0, live_broker_refresh_seconds=5),
+            signatures=signatures or SignaturePolicy(),
         )
 
     def wall(self) -> datetime:
@@ -203,3 +214,53 @@ def test_a_new_source_after_rotation_keeps_the_state_and_readiness() -> None:
     decision = harness.service.step()
     assert decision.state is QuotaState.THROTTLE, "no fail-safe PAUSE while the new reader replays"
     assert harness.service.ready
+
+
+def signed_record(signer: SnapshotSigner, broker_id: int, free: int, at: datetime) -> TopicRecord:
+    key = str(broker_id).encode()
+    value = snapshot_line(broker_id=broker_id, volumes=[volume("v", 1000, 1000 - free)], at=at)
+    return TopicRecord(key, value, 0, 0, tuple(signer.headers(key, value)))
+
+
+def signature_harness(mode: SignatureMode) -> tuple[Harness, dict[int, SnapshotSigner]]:
+    """Brokers 0-2 each signing with CN=kafka-<id>; broker 2 is full (under the hard limit)."""
+    authority = TestCertificateAuthority()
+    signers = {}
+    for broker_id in range(3):
+        key = ec.generate_private_key(ec.SECP256R1())
+        certificate = authority.certify(key.public_key(), f"kafka-{broker_id}")
+        signers[broker_id] = SnapshotSigner(key, certificate.public_bytes(Encoding.DER))
+    trust = SignatureTrust([authority.certificate], broker_identities=["CN=kafka-{broker}"])
+    now = datetime.now(UTC)
+    backlog = [signed_record(signers[b], b, 80 if b == 2 else 900, now) for b in range(3)]
+    harness = Harness(backlog, signatures=SignaturePolicy(mode, trust))
+    harness.now = now + timedelta(seconds=1)
+    return harness, signers
+
+
+def test_required_signatures_reject_a_forged_all_clear_and_keep_the_breach() -> None:
+    harness, signers = signature_harness(SignatureMode.REQUIRE)
+    assert harness.service.step().state is QuotaState.PAUSE  # broker 2 is full, signed by 2
+    forged = signed_record(signers[1], 2, 900, harness.now)  # broker 1 says "2 is fine"
+    harness.topic.pending.append(forged)
+    assert harness.service.step().state is QuotaState.PAUSE
+    assert harness.metric("volume_quota_snapshot_signature_checks_total", outcome="valid") == 3
+    assert (
+        harness.metric("volume_quota_snapshot_signature_checks_total", outcome="wrong_identity")
+        == 1
+    )
+    assert harness.metric("volume_quota_invalid_messages_total", reason="signature") == 1
+    harness.topic.pending.append(TopicRecord(b"2", forged.value, 0, 9))  # and unsigned
+    assert harness.service.step().state is QuotaState.PAUSE
+    assert harness.metric("volume_quota_snapshot_signature_checks_total", outcome="unsigned") == 1
+
+
+def test_warn_counts_a_bad_signature_but_uses_the_snapshot() -> None:
+    harness, signers = signature_harness(SignatureMode.WARN)
+    assert harness.service.step().state is QuotaState.PAUSE
+    harness.topic.pending.append(signed_record(signers[1], 2, 900, harness.now))
+    assert harness.service.step().state is QuotaState.OPEN  # migration: still believed
+    assert (
+        harness.metric("volume_quota_snapshot_signature_checks_total", outcome="wrong_identity")
+        == 1
+    )

@@ -24,7 +24,7 @@ def test_example_runs(example: str) -> None:
 
 
 def test_the_examples_use_only_the_public_api() -> None:
-    imported = set()
+    imported: set[str] = set()
     for example in EXAMPLES:
         for names in re.findall(r"^from consumer import (.+)$", example, flags=re.MULTILINE):
             imported.update(name.strip() for name in names.split(","))

@@ -29,6 +29,9 @@ class FakeMessage:
     def value(self) -> bytes | None:
         return self.value_
 
+    def headers(self) -> None:
+        return None
+
     def partition(self) -> int:
         return self.partition_
 

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 
+from consumer.signatures import SignatureOutcome, SignatureTrust, check_signature
 from publisher.kafka_sink import ClientIssueCallback, DeliveryCallback, SendError, client_issue
 from publisher.publication_loop import LoopSettings, PublicationLoop
 from publisher.publication_policy import PublicationPolicy
@@ -46,6 +49,7 @@ class Sent:
     key: bytes
     value: bytes | None
     on_result: DeliveryCallback
+    headers: Sequence[tuple[str, bytes]] = ()
 
 
 @dataclass
@@ -67,10 +71,16 @@ class FakeSink:
     def needs_rebuild(self) -> bool:
         return self.fatal
 
-    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None:
+    def send(
+        self,
+        key: bytes,
+        value: bytes | None,
+        on_result: DeliveryCallback,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         if self.refuse:
             raise SendError("Local: Queue full")
-        message = Sent(key, value, on_result)
+        message = Sent(key, value, on_result, headers)
         self.sent.append(message)
         self.pending.append(message)
 
@@ -406,3 +416,30 @@ def test_measure_volumes_uses_statvfs(tmp_path: Path) -> None:
     measured = measure_volume(volume)
     assert measured.capacity_bytes == stats.f_blocks * stats.f_frsize
     assert abs(measured.free_bytes - stats.f_bavail * stats.f_frsize) < 64 * 1024**2
+
+
+def test_every_snapshot_sent_is_signed_with_the_current_key(tmp_path: Path) -> None:
+    authority = TestCertificateAuthority()
+    paths = authority.write_identity(tmp_path, "publisher", timedelta(days=10))
+    harness = make_harness(TlsCredentials(TlsFiles(paths.ca, paths.cert, paths.key)))
+    harness.clock.start = datetime.now(UTC)  # the certificates are dated from the real time
+    trust = SignatureTrust([authority.certificate], cluster_signers=["CN=publisher"])
+
+    def check_last() -> SignatureOutcome:
+        sent = harness.sink.sent[-1]
+        now = datetime.now(UTC)
+        return check_signature(sent.key, sent.value, list(sent.headers), trust, now).outcome
+
+    harness.step()
+    assert check_last() is SignatureOutcome.VALID
+    certificate, key = authority.issue("publisher", timedelta(days=90))
+    paths.cert.write_bytes(certificate)
+    paths.key.write_bytes(key)
+    for _ in range(11):
+        harness.step()
+    assert harness.sink.rebuilds == 1
+    assert len(harness.sink.sent) == 2
+    assert check_last() is SignatureOutcome.VALID  # signed with the rotated key
+    assert dict(harness.sink.sent[-1].headers)["vq-signer"] == x509.load_pem_x509_certificate(
+        certificate
+    ).public_bytes(Encoding.DER)

@@ -9,6 +9,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import NameOID
 
 
@@ -61,18 +62,31 @@ class TestCertificateAuthority:
     ) -> tuple[bytes, bytes]:
         """(certificate PEM, unencrypted key PEM) for ``common_name``."""
         key = ec.generate_private_key(ec.SECP256R1())
+        certificate = self.certify(key.public_key(), common_name, valid_for)
+        return certificate.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+    def certify(
+        self,
+        public_key: CertificatePublicKeyTypes,
+        common_name: str,
+        valid_for: dt.timedelta = dt.timedelta(days=30),
+        dns_names: tuple[str, ...] = (),
+    ) -> x509.Certificate:
+        """A certificate for ``public_key`` (any type), CN=``common_name``, with DNS names."""
         now = dt.datetime.now(dt.UTC)
-        certificate = (
+        builder = (
             x509.CertificateBuilder()
             .subject_name(_name(common_name))
             .issuer_name(self.certificate.subject)
-            .public_key(key.public_key())
+            .public_key(public_key)
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(hours=1))
             .not_valid_after(now + valid_for)
-            .sign(self.key, hashes.SHA256())
         )
-        return certificate.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+        if dns_names:
+            alternatives = x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names])
+            builder = builder.add_extension(alternatives, critical=False)
+        return builder.sign(self.key, hashes.SHA256())
 
     def write_identity(
         self, directory: Path, common_name: str, valid_for: dt.timedelta = dt.timedelta(days=30)

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,9 @@ from publisher.volume_discovery import discover_volumes
 from publisher.volume_measurement import measure_volumes
 from schemas import VolumeSnapshot, decode_snapshot, snapshot_key
 from tests.real_fs.real_mounts import Mounts, fill, is_mount_point, statvfs_sizes
+from volume_quota.config import load_settings
 from volume_quota.limit_parsing import parse_limit, parse_volume_limit_override
 from volume_quota.one_shot import measure_snapshot
-from volume_quota.config import load_settings
 
 pytestmark = [pytest.mark.real_fs, pytest.mark.timeout(120)]
 
@@ -204,7 +204,13 @@ class RecordingSink:
     def needs_rebuild(self) -> bool:
         return False
 
-    def send(self, key: bytes, value: bytes | None, on_result: DeliveryCallback) -> None:
+    def send(
+        self,
+        key: bytes,
+        value: bytes | None,
+        on_result: DeliveryCallback,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         assert value is not None
         self.values.append(value)
         on_result(None)

@@ -16,7 +16,7 @@ from consumer.decision_service import DecisionService, LoopTiming
 from consumer.status_report import cluster_status, render_status_table, status_as_json
 from volume_quota.arguments import positive_seconds
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
-from volume_quota.daemons.decider import KafkaClients
+from volume_quota.daemons.decider import KafkaClients, signature_policy
 from volume_quota.logging_setup import configure_logging
 
 DESCRIPTION = """\
@@ -70,6 +70,7 @@ def run(arguments: argparse.Namespace) -> int:
         sink=lambda decision: None,
         metrics=ConsumerMetrics(CollectorRegistry()),
         timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
+        signatures=signature_policy(settings),
     )
     try:
         service.run(threading.Event(), until_ready=True, timeout_seconds=arguments.timeout)

@@ -18,6 +18,7 @@ from volume_quota.config.concerns import (
     HttpSettings,
     PolicySettings,
     PublishingSettings,
+    SignatureSettings,
 )
 from volume_quota.config.sources import describe_setting
 from volume_quota.errors import UsageError
@@ -90,7 +91,7 @@ class PublishSettings(ConnectedSettings, PublishingSettings, HttpSettings):
         )
 
 
-class DecideSettings(ConnectedSettings, DecidingSettings, HttpSettings):
+class DecideSettings(ConnectedSettings, DecidingSettings, SignatureSettings, HttpSettings):
     """``volume-quota decide``."""
 
     def required_decision_file(self) -> Path:
@@ -108,7 +109,7 @@ class SidecarSettings(PublishSettings, DecideSettings):  # type: ignore[misc]
     """``volume-quota sidecar``: the publisher and the decider in one process."""
 
 
-class StatusSettings(ConnectedSettings, PolicySettings):
+class StatusSettings(ConnectedSettings, PolicySettings, SignatureSettings):
     """``volume-quota status``."""
 
 

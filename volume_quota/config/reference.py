@@ -13,6 +13,7 @@ from volume_quota.config.concerns import (
     HttpSettings,
     PolicySettings,
     PublishingSettings,
+    SignatureSettings,
 )
 from volume_quota.config.flags import HIDDEN_SETTINGS, display_default
 from volume_quota.config.sources import env_for, flag_for
@@ -25,6 +26,7 @@ CONCERNS: tuple[tuple[str, type[BaseSettings]], ...] = (
     ("Publishing (`publish`, `sidecar`)", PublishingSettings),
     ("Decision policy (`decide`, `sidecar`, `status`, `evaluate`)", PolicySettings),
     ("Deciding (`decide`, `sidecar`)", DecidingSettings),
+    ("Snapshot signatures (`decide`, `sidecar`, `status`)", SignatureSettings),
     ("HTTP endpoints (`publish`, `decide`, `sidecar`)", HttpSettings),
 )
 

@@ -15,20 +15,22 @@ from typing import Any
 
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
+from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from consumer.clock import Clock, SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics, SnapshotAgeCollector
 from consumer.decision_file import write_decision_atomically
-from consumer.decision_service import DecisionService, LoopTiming
+from consumer.decision_service import DecisionService, LoopTiming, SignaturePolicy
 from consumer.live_brokers import describe_live_brokers
 from consumer.policy import DecisionPolicy
+from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import SnapshotTopicReader
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
 from volume_quota.certificate_files import TlsFileWatch
-from volume_quota.config import DecideSettings
+from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
 from volume_quota.daemons.publisher import serve_endpoints
 from volume_quota.http_endpoints import EndpointServer
@@ -46,6 +48,19 @@ def utc_now() -> datetime:
 
 def decision_policy(settings: DecideSettings) -> DecisionPolicy:
     return settings.decision_policy(valid_for_seconds=settings.decision_valid_for)
+
+
+def signature_policy(settings: StatusSettings | DecideSettings) -> SignaturePolicy:
+    """The signature mode and whom to trust: the cluster CA of ``tls_ca_file``."""
+    if settings.snapshot_signatures is SignatureMode.ACCEPT:
+        return SignaturePolicy()
+    ca_pem = settings.required_tls_files().ca_file.read_bytes()
+    trust = SignatureTrust(
+        ca_certificates=x509.load_pem_x509_certificates(ca_pem),
+        broker_identities=settings.signer_identities,
+        cluster_signers=settings.cluster_signers,
+    )
+    return SignaturePolicy(settings.snapshot_signatures, trust)
 
 
 class KafkaClients:
@@ -104,6 +119,7 @@ class DecideDaemon:
                 live_broker_refresh_seconds=settings.live_broker_refresh_interval,
                 decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
             ),
+            signatures=signature_policy(settings),
         )
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (

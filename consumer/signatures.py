@@ -1,0 +1,193 @@
+"""Checking who signed a snapshot message, and whether they may speak for its broker (pure).
+
+A message is trusted when (see ``schemas.signature``):
+
+1. it carries a signature and the signer's certificate;
+2. the certificate was issued directly by one of the trusted CA certificates and is valid at
+   the time of the check;
+3. the signature over (context, key, value) verifies with the certificate's public key;
+4. the certificate's identity may speak for the broker named by the key: it matches one of the
+   ``broker_identities`` patterns with that broker id in place of ``{broker}`` (for example
+   ``CN=kafka-{broker}``), or it is one of the ``cluster_signers`` (a cluster-level publisher
+   that measures every broker).
+
+Identities are matched against the subject (RFC 4514, e.g. ``CN=kafka-2,O=acme``), each common
+name alone (``CN=kafka-2``) and each DNS name of the subject alternative names
+(``DNS:kafka-2.kafka.svc``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from cryptography.x509.oid import NameOID
+
+from schemas.signature import SIGNATURE_HEADER, SIGNER_HEADER, signed_payload
+from schemas.snapshot import MAX_BROKER_ID
+
+
+class SignatureMode(StrEnum):
+    """How a consumer treats signatures; the steps of turning them on in a running cluster."""
+
+    ACCEPT = "accept"
+    """Signatures are not checked (publishers sign anyway)."""
+    WARN = "warn"
+    """Every message is checked; a failed check is counted and logged, the message still used."""
+    REQUIRE = "require"
+    """A message that fails the check is rejected: its broker keeps its last trusted state."""
+
+
+class SignatureOutcome(StrEnum):
+    VALID = "valid"
+    UNSIGNED = "unsigned"
+    MALFORMED = "malformed"
+    UNTRUSTED_CERTIFICATE = "untrusted_certificate"
+    EXPIRED_CERTIFICATE = "expired_certificate"
+    BAD_SIGNATURE = "bad_signature"
+    WRONG_IDENTITY = "wrong_identity"
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureCheck:
+    outcome: SignatureOutcome
+    detail: str
+    signer: str | None = None
+
+    @property
+    def trusted(self) -> bool:
+        return self.outcome is SignatureOutcome.VALID
+
+
+@dataclass(frozen=True)
+class SignatureTrust:
+    """Whom to believe: the CA certificates and the identity rules, as loaded values."""
+
+    ca_certificates: Sequence[x509.Certificate]
+    broker_identities: Sequence[str] = ()
+    cluster_signers: Sequence[str] = ()
+    _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_patterns", tuple(identity_pattern(rule) for rule in self.broker_identities)
+        )
+
+    def may_speak_for(self, identities: Iterable[str], broker_id: int) -> bool:
+        names = list(identities)
+        if any(name in self.cluster_signers for name in names):
+            return True
+        return any(
+            (match := pattern.fullmatch(name)) is not None and int(match["broker"]) == broker_id
+            for pattern in self._patterns
+            for name in names
+        )
+
+
+def identity_pattern(rule: str) -> re.Pattern[str]:
+    """``CN=kafka-{broker}`` -> a pattern whose group ``broker`` is the broker id."""
+    if rule.count("{broker}") != 1:
+        raise ValueError(f"{rule!r} must contain {{broker}} exactly once")
+    before, after = rule.split("{broker}")
+    return re.compile(re.escape(before) + r"(?P<broker>[0-9]{1,10})" + re.escape(after))
+
+
+def certificate_identities(certificate: x509.Certificate) -> list[str]:
+    """The names a certificate can be matched by (see the module docstring)."""
+    names = [certificate.subject.rfc4514_string()]
+    names += [
+        f"CN={_text(attribute.value)}"
+        for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    ]
+    try:
+        alternatives = certificate.extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        ).value
+    except x509.ExtensionNotFound:
+        return names
+    return names + [f"DNS:{name}" for name in alternatives.get_values_for_type(x509.DNSName)]
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def check_signature(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+    trust: SignatureTrust,
+    now: datetime,
+) -> SignatureCheck:
+    """Whether the message ``key``/``value`` was signed by someone who may speak for its broker."""
+    found = {name: content for name, content in headers if content is not None}
+    signature, certificate_der = found.get(SIGNATURE_HEADER), found.get(SIGNER_HEADER)
+    if signature is None or certificate_der is None:
+        return SignatureCheck(SignatureOutcome.UNSIGNED, "no signature headers")
+    try:
+        certificate = x509.load_der_x509_certificate(certificate_der)
+        signer = certificate.subject.rfc4514_string()
+    except ValueError as error:
+        return SignatureCheck(SignatureOutcome.MALFORMED, f"unreadable certificate: {error}")
+    if not _issued_by_trusted_ca(certificate, trust.ca_certificates):
+        return SignatureCheck(
+            SignatureOutcome.UNTRUSTED_CERTIFICATE, "not issued by a trusted CA", signer
+        )
+    if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
+        return SignatureCheck(
+            SignatureOutcome.EXPIRED_CERTIFICATE,
+            f"valid {certificate.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
+            f"{certificate.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}",
+            signer,
+        )
+    if not _signature_verifies(certificate, signature, signed_payload(key, value)):
+        return SignatureCheck(SignatureOutcome.BAD_SIGNATURE, "signature does not verify", signer)
+    broker_id = _broker_id(key)
+    if broker_id is None or not trust.may_speak_for(certificate_identities(certificate), broker_id):
+        return SignatureCheck(
+            SignatureOutcome.WRONG_IDENTITY,
+            f"{signer} may not speak for key {(key or b'')[:20]!r}",
+            signer,
+        )
+    return SignatureCheck(SignatureOutcome.VALID, "trusted", signer)
+
+
+def _issued_by_trusted_ca(
+    certificate: x509.Certificate, authorities: Sequence[x509.Certificate]
+) -> bool:
+    for authority in authorities:
+        try:
+            certificate.verify_directly_issued_by(authority)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        return True
+    return False
+
+
+def _signature_verifies(certificate: x509.Certificate, signature: bytes, payload: bytes) -> bool:
+    public_key = certificate.public_key()
+    try:
+        if isinstance(public_key, ec.EllipticCurvePublicKey):
+            public_key.verify(signature, payload, ec.ECDSA(hashes.SHA256()))
+        elif isinstance(public_key, rsa.RSAPublicKey):
+            public_key.verify(signature, payload, padding.PKCS1v15(), hashes.SHA256())
+        elif isinstance(public_key, ed25519.Ed25519PublicKey):
+            public_key.verify(signature, payload)
+        else:
+            return False
+    except InvalidSignature:
+        return False
+    return True
+
+
+def _broker_id(key: bytes | None) -> int | None:
+    if key is None or not key.isdigit() or len(key) > 10 or int(key) > MAX_BROKER_ID:
+        return None
+    return int(key)

@@ -1,0 +1,126 @@
+"""On a real cluster: a principal that may write the topic cannot speak for another broker.
+
+Kafka's ACLs let kafka-1 write any key of the snapshot topic. With signatures required, a
+forged "broker 2 is full" and a forged "broker 2 is fine", both signed by kafka-1, are rejected
+by `volume-quota status`; with signatures accepted (the control) the same forgeries are believed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
+from tests.conftest import CliResult
+from tests.snapshot_factory import snapshot_line, volume
+from volume_quota.certificate_files import TlsFiles, load_signer
+
+pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
+
+SIGNERS = ("kafka-0", "kafka-1", "kafka-2")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    with LocalKafkaCluster(tmp_path_factory.mktemp("signed"), broker_count=1) as started:
+        grant_volume_quota_acls(started, consumer_group="volume-quota-consumer")
+        admin = AdminClient(started.client_config("admin"))
+        topic = NewTopic(SNAPSHOT_TOPIC, 1, 1, config={"cleanup.policy": "compact"})
+        admin.create_topics([topic])[SNAPSHOT_TOPIC].result(30)
+        bindings = []
+        for name in SIGNERS:
+            started.pki.issue(name)
+            bindings += [
+                AclBinding(
+                    ResourceType.TOPIC,
+                    SNAPSHOT_TOPIC,
+                    ResourcePatternType.LITERAL,
+                    f"User:{name}",
+                    "*",
+                    operation,
+                    AclPermissionType.ALLOW,
+                )
+                for operation in (AclOperation.WRITE, AclOperation.DESCRIBE)
+            ]
+        for future in admin.create_acls(bindings).values():
+            future.result(30)
+        yield started
+
+
+def publish_as(cluster: LocalKafkaCluster, identity: str, broker_id: int, free: int) -> None:
+    """``identity`` connects with its own certificate and signs a snapshot for ``broker_id``."""
+    files = cluster.identity_files(identity)
+    signer = load_signer(TlsFiles(files.ca, files.cert, files.key))
+    key = str(broker_id).encode()
+    value = snapshot_line(
+        broker_id=broker_id, volumes=[volume("v", 1000, 1000 - free)], at=datetime.now(UTC)
+    )
+    headers: list[tuple[str, str | bytes | None]] = list(signer.headers(key, value))
+    producer = Producer({**cluster.client_config(identity), "acks": "all"})
+    delivered: list[object] = []
+    producer.produce(
+        SNAPSHOT_TOPIC,
+        key=key,
+        value=value,
+        headers=headers,
+        on_delivery=lambda error, _message: delivered.append(error),
+    )
+    producer.flush(30)
+    assert delivered == [None]
+
+
+def status(
+    cli: Callable[..., CliResult], cluster: LocalKafkaCluster, signatures: str
+) -> dict[str, object]:
+    files = cluster.identity_files("consumer")
+    result = cli(
+        "status",
+        "--json",
+        "--timeout=60",
+        f"--bootstrap-servers={cluster.bootstrap_servers}",
+        f"--tls-ca-file={files.ca}",
+        f"--tls-cert-file={files.cert}",
+        f"--tls-key-file={files.key}",
+        "--no-tls-verify-hostname",
+        f"--snapshot-signatures={signatures}",
+        "--signer-identities=CN=kafka-{broker}",
+    )
+    assert result.status == 0, result.err
+    decision: dict[str, object] = json.loads(result.out)["decision"]
+    return decision
+
+
+def test_forgeries_from_another_brokers_identity_are_rejected(
+    cluster: LocalKafkaCluster, cli: Callable[..., CliResult]
+) -> None:
+    publish_as(cluster, "kafka-0", 0, free=900)
+    publish_as(cluster, "kafka-2", 2, free=900)
+    assert status(cli, cluster, "require")["state"] == "OPEN"
+
+    publish_as(cluster, "kafka-1", 2, free=10)  # forged: "broker 2 is full"
+    assert status(cli, cluster, "require")["state"] == "OPEN"
+    assert status(cli, cluster, "accept")["state"] == "PAUSE"  # without signatures, believed
+
+    publish_as(cluster, "kafka-2", 2, free=10)  # broker 2 really fills
+    assert status(cli, cluster, "require")["state"] == "PAUSE"
+
+    publish_as(cluster, "kafka-1", 2, free=900)  # forged: "broker 2 is fine"
+    held = status(cli, cluster, "require")
+    assert held["state"] == "PAUSE"
+    assert status(cli, cluster, "accept")["state"] == "OPEN"  # without signatures, believed
+    reasons = held["reasons"]
+    assert isinstance(reasons, list)
+    assert reasons[0]["brokerId"] == 2
