@@ -468,8 +468,9 @@ final class QuotaEngine {
             // A sensor created with the old quota just after the broker's reset scan would keep
             // it until the next change: ask for one more scan at the next tick.
             reRaise = true;
-            LOG.info("volume-quota engine #{}: PRODUCE quotas changed for {} principal(s) and the default ({} down);"
-                            + " target {} B/s, default {} B/s, highest in force {} B/s, {} principal(s) tracked", id,
+            LOG.info("volume-quota engine #{}: {} PRODUCE quota(s) changed, {} of them down (per-principal quotas and"
+                            + " the default for new principals); target {} B/s, default {} B/s, highest in force {} B/s,"
+                            + " {} principal(s) tracked", id,
                     changed, down, target, nextDefault, highestQuota, principals.size());
         } else if (reRaise) {
             reRaise = false;
