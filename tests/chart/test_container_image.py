@@ -24,37 +24,78 @@ def _instructions() -> list[tuple[str, str]]:
     return pairs
 
 
+def _stages() -> dict[str, list[tuple[str, str]]]:
+    """Instructions by stage name (``FROM ... AS name``); the last stage is the default target."""
+    stages: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for instruction, arguments in _instructions():
+        if instruction == "FROM":
+            name = arguments.split(" AS ")[-1] if " AS " in arguments else arguments
+            current = stages.setdefault(name, [])
+        current.append((instruction, arguments))
+    return stages
+
+
+def _chain(stages: dict[str, list[tuple[str, str]]], name: str) -> list[tuple[str, str]]:
+    """A target's instructions, its parent stages' first (``FROM <stage> AS name``)."""
+    instructions = stages[name]
+    parent = instructions[0][1].split(" AS ")[0]
+    return (_chain(stages, parent) if parent in stages else []) + instructions
+
+
 def test_the_image_puts_the_jar_where_the_chart_copies_it_from() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     jar = values["sidecar"]["image"]["pluginJarPath"]
-    copies = [arguments for instruction, arguments in _instructions() if instruction == "COPY"]
+    sidecar = _chain(_stages(), list(_stages())[-1])
+    copies = [arguments for instruction, arguments in sidecar if instruction == "COPY"]
     assert any(
         arguments.startswith("--from=plugin") and arguments.endswith(jar) for arguments in copies
     )
 
 
-def test_the_image_runs_as_the_chart_sidecars_non_root_user() -> None:
+def test_both_targets_run_as_the_chart_sidecars_non_root_user() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     context = values["sidecar"]["securityContext"]
-    users = [arguments for instruction, arguments in _instructions() if instruction == "USER"]
-    assert users == [f"{context['runAsUser']}:{context['runAsGroup']}"]
+    expected = f"{context['runAsUser']}:{context['runAsGroup']}"
     assert context["runAsUser"] != 0
+    stages = _stages()
+    for target in (list(stages)[-1], "history"):
+        users = [
+            arguments for instruction, arguments in _chain(stages, target) if instruction == "USER"
+        ]
+        assert users, target
+        assert users[-1] == expected, target  # the user the container runs as
 
 
-def test_the_image_is_multi_stage_and_installs_no_extras() -> None:
-    instructions = _instructions()
-    stages = [arguments for instruction, arguments in instructions if instruction == "FROM"]
-    assert stages == ["${MAVEN_IMAGE} AS plugin", "${PYTHON_IMAGE} AS runtime"]
+def test_the_sidecar_target_is_the_default_and_installs_no_extras() -> None:
+    stages = _stages()
+    default = list(stages)[-1]
+    instructions = _chain(stages, default)
+    assert ("CMD", '["volume-quota", "sidecar"]') in instructions
     arguments = dict(
-        argument.split("=", 1) for instruction, argument in instructions if instruction == "ARG"
+        argument.split("=", 1) for instruction, argument in _instructions() if instruction == "ARG"
     )
     assert arguments["PYTHON_IMAGE"] == "python:3.11-slim"
     assert "eclipse-temurin-17" in arguments["MAVEN_IMAGE"]
-    runs = " ".join(arguments for instruction, arguments in instructions if instruction == "RUN")
-    assert "pip install /src " in runs
+    runs = " ".join(
+        arguments
+        for stage in stages.values()
+        for instruction, arguments in stage
+        if instruction == "RUN" and stage is not stages["history"]
+    )
     assert "[history]" not in runs
     assert "[dev]" not in runs
-    assert ("CMD", '["volume-quota", "sidecar"]') in instructions
+
+
+def test_the_history_target_is_what_the_history_cronjob_runs() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    history = _chain(_stages(), "history")
+    assert ("ENTRYPOINT", '["volume-quota", "history"]') in history
+    runs = " ".join(arguments for instruction, arguments in history if instruction == "RUN")
+    assert '["optional-dependencies"]["history"]' in runs  # the [history] extra
+    assert "openjdk-17" in runs  # Java for Spark
+    tag = f"{values['history']['image']['repository']}:{values['history']['image']['tag']}"
+    assert f"--target history -t {tag} ." in DOCKERFILE.read_text()
 
 
 def test_the_chart_readme_documents_every_value() -> None:
