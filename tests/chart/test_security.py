@@ -7,15 +7,19 @@ from typing import Any
 
 import pytest
 
-from tests.chart.chart_tools import Manifest, container, find, pod_spec, render
+from tests.chart.chart_tools import CI_VALUES, Manifest, container, find, pod_spec, render
 
 
 def _pod_specs(manifests: list[Manifest]) -> list[Manifest]:
-    return [
-        manifest["spec"]["template"]["spec"]
-        for manifest in manifests
-        if manifest["kind"] in {"StatefulSet", "Job"}
-    ]
+    specs = []
+    for manifest in manifests:
+        if manifest["kind"] in {"StatefulSet", "Job"}:
+            specs.append(manifest["spec"]["template"]["spec"])
+        elif manifest["kind"] == "CronJob":
+            specs.append(manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+        elif manifest["kind"] == "Pod":
+            specs.append(manifest["spec"])
+    return specs
 
 
 def _all_containers(spec: Manifest) -> list[Manifest]:
@@ -30,15 +34,46 @@ def _effective(spec: Manifest, entry: Manifest, key: str) -> Any:
     return spec.get("securityContext", {}).get(key)
 
 
-@pytest.mark.parametrize("values", ["default", "production"])
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (
+            "default",
+            {"install-broker-plugin", "kafka", "volume-quota", "grant-acls", "check-sidecars"},
+        ),
+        (
+            "production",
+            {"install-broker-plugin", "kafka", "volume-quota", "grant-acls", "check-sidecars"},
+        ),
+        (
+            "own-cluster-values.yaml",
+            {
+                "install-broker-plugin",
+                "discover-rack",
+                "kafka",
+                "volume-quota",
+                "grant-acls",
+                "check-sidecars",
+                "history",
+            },
+        ),
+        ("attach-values.yaml", {"grant-acls", "check-sidecars"}),
+    ],
+)
 def test_every_container_is_locked_down(
-    values: str, default_manifests: list[Manifest], production_manifests: list[Manifest]
+    values: str,
+    expected: set[str],
+    default_manifests: list[Manifest],
+    production_manifests: list[Manifest],
 ) -> None:
-    manifests = default_manifests if values == "default" else production_manifests
-    specs = _pod_specs(manifests)
-    assert len(specs) == 2  # the brokers and the ACL Job
-    checked = 0
-    for spec in specs:
+    if values == "default":
+        manifests = default_manifests
+    elif values == "production":
+        manifests = production_manifests
+    else:
+        manifests = render([next(path for path in CI_VALUES if path.name == values)])
+    checked = set()
+    for spec in _pod_specs(manifests):
         assert spec["automountServiceAccountToken"] is False
         for entry in _all_containers(spec):
             name = entry["name"]
@@ -50,8 +85,8 @@ def test_every_container_is_locked_down(
             assert context["allowPrivilegeEscalation"] is False, name
             assert context["capabilities"] == {"drop": ["ALL"]}, name
             assert "add" not in context["capabilities"], name
-            checked += 1
-    assert checked == 4  # install-broker-plugin, kafka, volume-quota, grant-acls
+            checked.add(name)
+    assert checked == expected
 
 
 def test_the_sidecar_runs_as_its_own_user_and_reads_volumes_through_the_fs_group(
