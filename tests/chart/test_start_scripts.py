@@ -126,7 +126,10 @@ def test_a_renewed_broker_certificate_is_reloaded_without_a_restart(
     # The broker: stays up while the test renews the certificate.
     (bin_dir / "kafka-server-start.sh").write_text("#!/bin/bash\nsleep 30\n")
     calls = bin_dir / "kafka-configs.calls"
-    (bin_dir / "kafka-configs.sh").write_text(f'#!/bin/bash\necho "$*" >> {calls}\n')
+    heaps = bin_dir / "kafka-configs.heap"
+    (bin_dir / "kafka-configs.sh").write_text(
+        f'#!/bin/bash\necho "$*" >> {calls}\necho "$KAFKA_HEAP_OPTS" >> {heaps}\n'
+    )
     for tool in ("kafka-server-start.sh", "kafka-configs.sh"):
         (bin_dir / tool).chmod(0o755)
     kafka = container(pod_spec(default_manifests), "kafka")
@@ -174,6 +177,9 @@ def test_a_renewed_broker_certificate_is_reloaded_without_a_restart(
         for listener in ("client", "internal", "controller")
     ]
     assert calls.read_text().splitlines() == expected
+    # Not the broker's heap (-Xms1g -Xmx1g): this JVM shares the container's memory limit.
+    assert env["KAFKA_HEAP_OPTS"] == "-Xms1g -Xmx1g"
+    assert heaps.read_text().splitlines() == ["-Xmx128m"] * 3
     client = (config_dir / "reload-client.properties").read_text().splitlines()
     assert f"ssl.keystore.location={config_dir}/keystore.pem" in client
     assert f"ssl.truststore.location={tls}/ca.crt" in client
