@@ -4,16 +4,30 @@ Anything on the topic is untrusted input: a misconfigured client, an old publish
 attacker with write access must not be able to crash a consumer. ``decode_snapshot`` is pure and
 never raises; it returns a ``Rejection`` that says why, and, when it can still be read, which
 broker the bad message claims to come from (a consumer treats that broker as unknown).
+
+Two readings of one contract (``docs/decision-rule.md``, "The strict wire contract"):
+``decode_snapshot`` is the hot path (``schemas.fast_decode``); ``decode_snapshot_reference``
+validates with the pydantic model itself, the single source of truth. Both first read the JSON
+text strictly (``schemas.json_text``); ``tests/schemas/test_differential.py`` requires the same
+verdict, reason and claimed broker from both, and the same verdict from the JSON Schema file.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.fast_decode import FieldError, TooDeepError, UnsupportedVersionError, build_snapshot
+from schemas.json_text import (
+    MAX_NESTING_DEPTH,
+    MalformedJsonError,
+    parse_json_text,
+    parse_strict_document,
+    too_deep,
+)
 from schemas.snapshot import MAX_BROKER_ID, SNAPSHOT_SCHEMA_VERSION, VolumeSnapshot
 
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -44,20 +58,58 @@ class Rejection:
 def decode_snapshot(value: bytes, key: bytes | None = None) -> VolumeSnapshot | Rejection:
     """Parse and validate one message value; when ``key`` is given it must name the same broker."""
     if len(value) > MAX_MESSAGE_BYTES:
-        return Rejection(
-            RejectionReason.TOO_LARGE,
-            f"{len(value)} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
-            _broker_id_from_key(key),
-        )
+        return _too_large(value, key)
     try:
-        snapshot = VolumeSnapshot.model_validate_json(value)
-    except ValidationError as error:
-        return _rejection_from_validation(error, value, key)
-    except (ValueError, RecursionError) as error:  # pragma: no cover - defensive
-        return Rejection(RejectionReason.MALFORMED_JSON, str(error)[:200], _broker_id_from_key(key))
+        document = parse_json_text(value)
+    except MalformedJsonError as error:
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+    try:
+        snapshot = build_snapshot(document)
+    except TooDeepError as error:
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+    except UnsupportedVersionError as error:
+        return _refused(document, RejectionReason.UNSUPPORTED_VERSION, str(error), key)
+    except FieldError as error:
+        return _refused(document, RejectionReason.INVALID_FIELD, str(error), key)
     if key is not None:
         return _check_key(snapshot, key)
     return snapshot
+
+
+def decode_snapshot_reference(value: bytes, key: bytes | None = None) -> VolumeSnapshot | Rejection:
+    """``decode_snapshot`` by the pydantic model: slower, the reference the hot path must match."""
+    if len(value) > MAX_MESSAGE_BYTES:
+        return _too_large(value, key)
+    try:
+        document = parse_strict_document(value)
+    except MalformedJsonError as error:
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+    try:
+        snapshot = VolumeSnapshot.model_validate_json(value)
+    except ValidationError as error:
+        return _rejection_from_validation(error, document, key)
+    if key is not None:
+        return _check_key(snapshot, key)
+    return snapshot
+
+
+def _too_large(value: bytes, key: bytes | None) -> Rejection:
+    return Rejection(
+        RejectionReason.TOO_LARGE,
+        f"{len(value)} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
+        _broker_id_from_key(key),
+    )
+
+
+def _refused(document: Any, reason: RejectionReason, detail: str, key: bytes | None) -> Rejection:
+    """A field broke the contract; but a document nested too deep is malformed, whatever else."""
+    if too_deep(document):
+        return Rejection(
+            RejectionReason.MALFORMED_JSON,
+            f"nested deeper than {MAX_NESTING_DEPTH} levels",
+            _broker_id_from_key(key),
+        )
+    return Rejection(reason, detail[:300], _claimed_broker_id(document, key))
 
 
 def _check_key(snapshot: VolumeSnapshot, key: bytes) -> VolumeSnapshot | Rejection:
@@ -79,11 +131,9 @@ def _check_key(snapshot: VolumeSnapshot, key: bytes) -> VolumeSnapshot | Rejecti
 
 
 def _rejection_from_validation(
-    error: ValidationError, value: bytes, key: bytes | None
+    error: ValidationError, document: Any, key: bytes | None
 ) -> Rejection:
-    claimed = _broker_id_from_key(key)
-    if claimed is None:
-        claimed = _claimed_broker_id(value)
+    claimed = _claimed_broker_id(document, key)
     errors = error.errors(include_url=False, include_input=False)
     for problem in errors:
         # A newer major version explains every other error: report it first.
@@ -92,7 +142,7 @@ def _rejection_from_validation(
                 RejectionReason.UNSUPPORTED_VERSION, f"schemaVersion: {problem['msg']}", claimed
             )
     first = errors[0]
-    if first["type"] == "json_invalid":
+    if first["type"] == "json_invalid":  # pragma: no cover - the strict parse refused it first
         return Rejection(RejectionReason.MALFORMED_JSON, first["msg"][:200], claimed)
     location = ".".join(str(part) for part in first["loc"]) or "value"
     return Rejection(RejectionReason.INVALID_FIELD, f"{location}: {first['msg']}"[:300], claimed)
@@ -105,18 +155,15 @@ def _broker_id_from_key(key: bytes | None) -> int | None:
     return broker_id if broker_id <= MAX_BROKER_ID else None
 
 
-def _claimed_broker_id(value: bytes) -> int | None:
-    """Best effort: the brokerId of a message that failed validation, if it is readable."""
-    try:
-        document = json.loads(value)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict):
-        return None
-    claimed = document.get("brokerId")
-    if isinstance(claimed, bool) or not isinstance(claimed, int):
-        return None
-    return claimed if 0 <= claimed <= MAX_BROKER_ID else None
+def _claimed_broker_id(document: Any, key: bytes | None) -> int | None:
+    """The key's broker, else the ``brokerId`` of a well-formed document that failed validation."""
+    claimed = _broker_id_from_key(key)
+    if claimed is not None or type(document) is not dict:
+        return claimed
+    broker_id = document.get("brokerId")
+    if type(broker_id) is int and 0 <= broker_id <= MAX_BROKER_ID:
+        return broker_id
+    return None
 
 
 __all__ = [
@@ -125,4 +172,5 @@ __all__ = [
     "Rejection",
     "RejectionReason",
     "decode_snapshot",
+    "decode_snapshot_reference",
 ]

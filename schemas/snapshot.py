@@ -6,6 +6,13 @@ test fails when the two drift.
 
 Unknown fields are ignored so that newer publishers can add fields without breaking older
 consumers; an unknown *major* ``schemaVersion`` is rejected because its meaning cannot be guessed.
+There is no minor version: an additive change (a new optional field) keeps the major version and
+older readers ignore the new field; anything else is a new major version.
+
+Every field is strict (``docs/decision-rule.md``, "The strict wire contract"): no number is read
+from a string or a string from a number, byte counts are JSON integers (``1000.0`` and ``1e3`` are
+refused), booleans are not numbers, and ``snapshotAt`` is an RFC 3339 string, never epoch seconds.
+The JSON text itself is checked before the model sees it (``schemas.json_text``).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from schemas.wire_types import Instant, WireModel
 
@@ -53,7 +60,8 @@ class MinFreeBytesLimit(WireModel):
 
 class MinFreePercentageLimit(WireModel):
     type: Literal[LimitType.MIN_FREE_PERCENTAGE]
-    level: Annotated[float, Field(ge=0, le=100)]
+    level: Annotated[float, Field(ge=0, le=100, strict=True)]
+    """A JSON number (an integer is read as a float); never a string or a boolean."""
 
 
 Limit = Annotated[
@@ -68,12 +76,14 @@ class VolumeUsage(WireModel):
 
     volume_name: str = Field(
         alias="volumeName",
+        strict=True,
         min_length=1,
         max_length=MAX_NAME_LENGTH,
         description="Identifies the volume uniquely on its broker, e.g. /dev/nvme1n1.",
     )
     path: str | None = Field(
         default=None,
+        strict=True,
         max_length=MAX_NAME_LENGTH,
         description="The mount point, for operators.",
     )
@@ -93,13 +103,29 @@ class VolumeUsage(WireModel):
         return self.capacity - self.consumed
 
 
+SNAPSHOT_SCHEMA_COMMENT = (
+    "Integers are JSON integer literals: 1000.0 and 1e3 are refused where an integer is required, "
+    "though JSON Schema 2020-12 counts them as integers. Two rules JSON Schema cannot state: "
+    "every volume's consumed is at most its capacity, and volumeName values are unique within a "
+    "snapshot. The JSON text must be UTF-8 without a byte order mark, without NaN or Infinity, "
+    "without duplicate member names, and nested at most 32 levels deep."
+)
+
+
 class VolumeSnapshot(WireModel):
     """One broker's volumes at one instant, with the limits that broker believes in."""
+
+    model_config = ConfigDict(json_schema_extra={"$comment": SNAPSHOT_SCHEMA_COMMENT})
 
     schema_version: int = Field(
         alias="schemaVersion",
         ge=1,
-        description=f"Major version of this format; {SNAPSHOT_SCHEMA_VERSION} is current.",
+        strict=True,
+        description=(
+            f"Major version of this format; {SNAPSHOT_SCHEMA_VERSION} is the only one this "
+            "reader understands (a larger integer is reported as an unsupported version)."
+        ),
+        json_schema_extra={"const": SNAPSHOT_SCHEMA_VERSION},
     )
     broker_id: int = Field(alias="brokerId", ge=0, le=MAX_BROKER_ID, strict=True)
     snapshot_at: Instant = Field(

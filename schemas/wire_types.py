@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, PlainSerializer
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    WithJsonSchema,
+)
+
+RFC3339_PATTERN = (
+    r"^(?:19[7-9][0-9]|2[0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
+    r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])(?!\n)$"
+)
+"""The one timestamp syntax accepted on the wire: RFC 3339 ``date-time`` with an offset.
+
+Stricter than RFC 3339 where readers disagree: upper-case ``T`` and ``Z`` only, 1-9 fraction
+digits (what Java's ``Instant`` holds), no leap second, years 1970-2999 (so that no offset can
+push the instant outside what Python's ``datetime`` and a Java epoch-millisecond long hold).
+ASCII digits are spelt ``[0-9]`` because Python's ``\\d`` also matches other scripts' digits, and
+``(?!\\n)$`` because Python's ``$`` (used by JSON Schema validators written in Python) also
+matches before a final newline; the pattern means the same in ECMA-262 and in Python."""
+
+_RFC3339 = re.compile(RFC3339_PATTERN)
+
+
+def is_rfc3339_text(value: object) -> bool:
+    """Whether ``value`` is a string in the wire timestamp syntax (the calendar is unchecked)."""
+    return isinstance(value, str) and _RFC3339.match(value) is not None
+
+
+def _wire_instant(value: object) -> object:
+    # A datetime comes from Python code (the publisher); anything else came off the wire.
+    if isinstance(value, datetime) or is_rfc3339_text(value):
+        return value
+    raise ValueError(
+        "must be an RFC 3339 date-time string with an offset, e.g. 2026-11-22T12:00:00Z "
+        "(epoch numbers and other date styles are refused)"
+    )
 
 
 def format_instant(moment: datetime) -> str:
@@ -13,8 +52,13 @@ def format_instant(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-Instant = Annotated[AwareDatetime, PlainSerializer(format_instant, return_type=str)]
-"""An ISO 8601 timestamp that must carry an offset (a naive time is ambiguous across hosts)."""
+Instant = Annotated[
+    AwareDatetime,
+    BeforeValidator(_wire_instant),
+    PlainSerializer(format_instant, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN}),
+]
+"""An RFC 3339 timestamp that must carry an offset (a naive time is ambiguous across hosts)."""
 
 
 class WireModel(BaseModel):

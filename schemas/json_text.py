@@ -1,0 +1,67 @@
+"""The JSON text layer of the wire contract: what counts as a well-formed message value.
+
+RFC 8259 leaves room that parsers fill differently, and a message that two readers read
+differently is an attack on whichever reads it second. A value is refused as malformed unless it
+is strict JSON (I-JSON, RFC 7493, less its number rule, since byte counts need 64 bits):
+
+- UTF-8 without a byte order mark; no invalid byte sequence, no lone surrogate (escaped or not);
+- the RFC 8259 grammar only: no ``NaN`` or ``Infinity``, no comments, no trailing comma, nothing
+  but whitespace (space, tab, CR, LF) after the value, no raw control character in a string;
+- no object with two members of the same name (readers disagree on which one wins);
+- no integer literal of more than 4,300 digits (Python's limit on converting text to int);
+- at most ``MAX_NESTING_DEPTH`` levels of arrays and objects (the top-level object is level 1).
+
+Parsing is ``jiter``'s, the parser inside pydantic, with its strict options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jiter
+
+MAX_NESTING_DEPTH = 32
+"""A snapshot is 4 levels deep; the rest is headroom for fields a newer publisher adds."""
+
+
+class MalformedJsonError(ValueError):
+    """The value is not strict JSON; the message says where, without echoing the input."""
+
+
+def parse_json_text(value: bytes) -> Any:
+    """The document in ``value``, or ``MalformedJsonError``; nesting is checked by ``too_deep``."""
+    try:
+        return jiter.from_json(
+            value, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode="keys"
+        )
+    except (ValueError, RecursionError) as error:
+        raise MalformedJsonError(str(error)[:200]) from None
+
+
+def too_deep(value: object, depth: int = 1) -> bool:
+    """Whether ``value``, found at nesting level ``depth``, nests beyond ``MAX_NESTING_DEPTH``.
+
+    Iterative, so that it costs no Python stack however deep the document.
+    """
+    pending: list[tuple[object, int]] = [(value, depth)]
+    while pending:
+        current, level = pending.pop()
+        children: Any
+        if isinstance(current, dict):
+            children = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if level > MAX_NESTING_DEPTH:
+            return True
+        pending.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def parse_strict_document(value: bytes) -> Any:
+    """``parse_json_text`` and the nesting limit: the reference reading of a value's text."""
+    document = parse_json_text(value)
+    if too_deep(document):
+        raise MalformedJsonError(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+    return document
