@@ -65,3 +65,13 @@ def test_watch_only_mode_does_not_need_room_to_fill(
     arguments = ["demo", "--scenario", "none", "--json-lines", "--dir", str(tmp_path)]
     assert main(arguments) == 130
     assert list(tmp_path.iterdir()) == [], "the interrupted demo removed its directory"
+
+
+def test_tmpfs_volumes_are_refused_without_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["demo", "--tmpfs"]) == 2
+    assert capsys.readouterr().err == (
+        "volume-quota: error: --tmpfs needs root (it mounts one tmpfs per broker)\n"
+    )

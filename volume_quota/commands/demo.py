@@ -27,7 +27,8 @@ KRaft, mTLS, ACLs, the quota callback loaded) with one `volume-quota sidecar` pe
 Without root all brokers share your filesystem; the limits are set relative to the free space
 at start (a few hundred MiB of records move the decision) and the demo refuses to start with
 less than 2 GiB free. Everything (data, certificates, logs) lives in one temporary directory,
-removed on exit or Ctrl-C. --scenario none only starts the cluster and watches.
+removed on exit or Ctrl-C. --scenario none only starts the cluster and watches; as root,
+--tmpfs gives every broker a volume of its own instead.
 """
 
 
@@ -52,6 +53,11 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--dir",
         type=Path,
         help="where to create the demo's temporary directory (default: the system's temp dir)",
+    )
+    parser.add_argument(
+        "--tmpfs",
+        action="store_true",
+        help="root only: give each broker a tmpfs volume of its own (default: your filesystem)",
     )
     parser.add_argument(
         "--json-lines",
@@ -83,6 +89,11 @@ def run(arguments: argparse.Namespace) -> int:
         ) from None
     from volume_quota.demo.plan import NotEnoughSpaceError  # noqa: PLC0415 - rich loads only when run
     from volume_quota.demo.runner import DemoOptions, run_demo  # noqa: PLC0415
+    from volume_quota.demo.volumes import TmpfsVolumes  # noqa: PLC0415
+
+    refusal = TmpfsVolumes.check_allowed() if arguments.tmpfs else None
+    if refusal is not None:
+        raise UsageError(refusal)
 
     options = DemoOptions(
         brokers=arguments.brokers,
@@ -92,6 +103,7 @@ def run(arguments: argparse.Namespace) -> int:
         json_lines=arguments.json_lines,
         log_file=arguments.log_file,
         plugin_jar=PLUGIN_JAR,
+        tmpfs=arguments.tmpfs,
     )
     try:
         return run_demo(options)

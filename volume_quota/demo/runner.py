@@ -27,6 +27,7 @@ from volume_quota.demo.clients import DemoProducer, SnapshotWatcher, create_demo
 from volume_quota.demo.loop import Scene, run_scene
 from volume_quota.demo.output import JsonLines, LiveScreen, Output
 from volume_quota.demo.sidecars import SidecarProcess, check_sidecars, read_decision, stop_all
+from volume_quota.demo.volumes import TmpfsVolumes
 
 if TYPE_CHECKING:
     from local_cluster import LocalKafkaCluster
@@ -43,6 +44,7 @@ class DemoOptions:
     json_lines: bool
     log_file: Path | None
     plugin_jar: Path
+    tmpfs: bool = False
 
 
 @dataclass
@@ -50,6 +52,7 @@ class _Resources:
     """What has been started so far, so that teardown stops exactly that."""
 
     cluster: LocalKafkaCluster | None = None
+    volumes: TmpfsVolumes | None = None
     sidecars: list[SidecarProcess] = field(default_factory=list)
     workers: list[DemoProducer | SnapshotWatcher] = field(default_factory=list)
 
@@ -61,7 +64,7 @@ def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
 def run_demo(options: DemoOptions) -> int:
     """Exit status: 0 (story complete or watch-only ended), 1 (a phase failed), 130 (Ctrl-C)."""
     parent = options.parent_dir or Path(tempfile.gettempdir())
-    if options.scenario == "fill":
+    if options.scenario == "fill" and not options.tmpfs:
         plan.check_room(free_bytes(str(parent)))
     workdir = Path(tempfile.mkdtemp(prefix="volume-quota-demo-", dir=parent))
     log_file = options.log_file or workdir / "demo.log"
@@ -136,6 +139,8 @@ def _teardown(resources: _Resources) -> None:
     stop_all(resources.sidecars)
     if resources.cluster is not None:
         resources.cluster.stop()
+    if resources.volumes is not None:
+        resources.volumes.unmount()
 
 
 def _run(
@@ -144,9 +149,14 @@ def _run(
     from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_sidecar_acls
 
     decisions = [workdir / f"decision-{index}.json" for index in range(options.brokers)]
+    log_dirs = None
+    if options.tmpfs:
+        resources.volumes = TmpfsVolumes(workdir, options.brokers)
+        log_dirs = resources.volumes.mount()
     resources.cluster = cluster = LocalKafkaCluster(
         workdir / "kafka",
         broker_count=options.brokers,
+        log_dirs=log_dirs,
         per_broker_properties=[plan.callback_properties(str(path)) for path in decisions],
         extra_classpath=[options.plugin_jar],
     )
