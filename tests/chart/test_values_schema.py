@@ -73,6 +73,10 @@ def test_a_quota_without_a_sidecar_is_refused() -> None:
             "sidecar.brokerIdOffset must be 0 with kafka.enabled=true",
         ),
         (
+            {"sidecar.brokerIdSource": "metaProperties"},
+            "sidecar.brokerIdSource=metaProperties is for attach mode",
+        ),
+        (
             {"kafka.enabled": "false"},
             "attach mode) needs attach.volumes",
         ),

@@ -250,8 +250,11 @@ becomes its log dir, or an absolute path, given as is.
 {{- fail (printf "quota.pauseBytesPerSecond (%d) must not exceed quota.produceBaseBytesPerSecond (%d)" (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond)) -}}
 {{- end -}}
 {{- if .Values.kafka.enabled -}}
-{{- if and (ne (int .Values.sidecar.brokerIdOffset) 0) (ne .Values.sidecar.brokerIdSource "metaProperties") -}}
+{{- if ne (int .Values.sidecar.brokerIdOffset) 0 -}}
 {{- fail "sidecar.brokerIdOffset must be 0 with kafka.enabled=true: this chart's brokers are numbered from 0 (node.id = pod ordinal)" -}}
+{{- end -}}
+{{- if eq .Values.sidecar.brokerIdSource "metaProperties" -}}
+{{- fail "sidecar.brokerIdSource=metaProperties is for attach mode: this chart's sidecars see the volumes' mount points, not the logs/ directories holding meta.properties, and the pod index is the node.id already" -}}
 {{- end -}}
 {{- if and .Values.aclJob.enabled .Values.sidecar.enabled -}}
 {{- $principal := printf "User:%s" (include "volume-quota.aclJobPrincipal" .) -}}
