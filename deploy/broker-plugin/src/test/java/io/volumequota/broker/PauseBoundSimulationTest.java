@@ -423,6 +423,202 @@ class PauseBoundSimulationTest {
         }
     }
 
+    /** Long enough after OPEN for every backlog to drain (demand 0.8 x base drains at 0.2 x base). */
+    private static final long BUFFERED_AFTER_MS = 300_000;
+
+    /** What a producer with a buffer sees: record ages at send and the longest blocked send(). */
+    record Delivery(long maxRecordAgeMs, long maxBlockedMs, long maxThrottleMs, long oldestUnsentAtEndMs) {
+    }
+
+    /** Bytes a producer connection has created and sent, and when each byte was created. */
+    private static final class ProducerBuffer {
+        final double rate; // bytes per ms the application produces
+        final double capacity; // buffer.memory
+        double created;
+        double sent;
+        double lastMs;
+        double blockedSinceMs = Double.NaN;
+        long maxBlockedMs;
+        final List<double[]> points = new ArrayList<>(); // {timeMs, createdBytes}, both increasing
+
+        ProducerBuffer(double bytesPerSecond, double capacity, double startMs) {
+            this.rate = bytesPerSecond / 1000.0;
+            this.capacity = capacity;
+            this.lastMs = startMs;
+            points.add(new double[] {startMs, 0});
+        }
+
+        /** The application appends at its rate until the buffer is full; send() blocks then. */
+        void advance(double nowMs) {
+            if (Double.isNaN(blockedSinceMs)) {
+                double room = sent + capacity - created;
+                double wanted = rate * (nowMs - lastMs);
+                if (wanted >= room) {
+                    double fullAt = lastMs + room / rate;
+                    created = sent + capacity;
+                    points.add(new double[] {fullAt, created});
+                    blockedSinceMs = fullAt;
+                } else {
+                    created += wanted;
+                }
+            }
+            points.add(new double[] {nowMs, created});
+            lastMs = nowMs;
+        }
+
+        /** When byte number {@code index} was created (piecewise linear between the points). */
+        double createdAt(double index) {
+            int lo = 0;
+            int hi = points.size() - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (points.get(mid)[1] >= index) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            double[] p = points.get(lo);
+            if (lo == 0 || p[1] == index) {
+                return p[0];
+            }
+            double[] q = points.get(lo - 1);
+            return q[0] + (p[0] - q[0]) * (index - q[1]) / (p[1] - q[1]);
+        }
+
+        /** Time at which the buffer holds {@code bytes} unsent bytes, if the application keeps producing. */
+        double timeWhenQueued(double bytes) {
+            double missing = bytes - (created - sent);
+            return missing <= 0 ? lastMs : lastMs + missing / rate;
+        }
+
+        void send(double bytes, double nowMs) {
+            sent += bytes;
+            if (!Double.isNaN(blockedSinceMs)) {
+                maxBlockedMs = Math.max(maxBlockedMs, (long) (nowMs - blockedSinceMs));
+                blockedSinceMs = Double.NaN;
+            }
+        }
+    }
+
+    /**
+     * Producers with a buffer (buffer.memory 32 MiB each, the Java producer's default) whose
+     * application keeps producing at its rate during the pause: each connection sends a full
+     * request (r bytes, oldest first) whenever it is not muted and has r bytes queued. A record
+     * fails delivery when it waits longer than delivery.timeout.ms (120 s) from send() to the
+     * request that carries it; send() fails when it blocks longer than max.block.ms (60 s).
+     */
+    Delivery simulateBuffered(int connections, int requestBytes, double wantedTotal, long pauseMs)
+            throws IOException {
+        TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
+        long start = clock.millis();
+        Path file = dir.resolve("decision-" + System.nanoTime() + ".json");
+        write(file, "OPEN", 1.0, clock);
+        Map<String, Object> config = TestSupport.baseConfig(file);
+        config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "3600000");
+        config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND);
+        VolumeQuotaCallback callback = new VolumeQuotaCallback(clock, clock::millis, new JmxObservedRates());
+        callback.configure(config);
+        Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimTime(clock), true,
+                new KafkaMetricsContext("kafka.server"));
+        ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
+                QuotaType.PRODUCE, new SimTime(clock), "sim-",
+                Optional.of(Plugin.wrapInstance(callback, metrics, "client.quota.callback.class")));
+        Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
+                InetAddress.getLoopbackAddress());
+        try {
+            long pauseAt = start + OPEN_BEFORE_MS;
+            long openAt = pauseAt + pauseMs;
+            long end = openAt + BUFFERED_AFTER_MS;
+            ProducerBuffer[] buffers = new ProducerBuffer[connections];
+            double[] mutedUntil = new double[connections];
+            for (int i = 0; i < connections; i++) {
+                // Staggered starts, so that the connections do not send in lockstep.
+                double offset = requestBytes / (wantedTotal / connections) * 1000.0 * i / connections;
+                buffers[i] = new ProducerBuffer(wantedTotal / connections, 32 * MIB, start - offset);
+            }
+            double nextTick = start + TICK_MS;
+            long maxAge = 0;
+            long maxThrottle = 0;
+            boolean pauseWritten = false;
+            boolean openWritten = false;
+            while (true) {
+                int who = -1;
+                double next = nextTick;
+                for (int i = 0; i < connections; i++) {
+                    double ready = Math.max(mutedUntil[i], buffers[i].timeWhenQueued(requestBytes));
+                    if (ready < next) {
+                        next = ready;
+                        who = i;
+                    }
+                }
+                if (next >= end) {
+                    break;
+                }
+                clock.setMillis((long) Math.ceil(next));
+                long now = clock.millis();
+                if (who < 0) {
+                    if (!pauseWritten && now >= pauseAt) {
+                        write(file, "PAUSE", 0.0, clock);
+                        pauseWritten = true;
+                    }
+                    if (!openWritten && now >= openAt) {
+                        write(file, "OPEN", 1.0, clock);
+                        openWritten = true;
+                    }
+                    callback.reload();
+                    nextTick += TICK_MS;
+                    continue;
+                }
+                ProducerBuffer buffer = buffers[who];
+                buffer.advance(now);
+                maxAge = Math.max(maxAge, (long) (now - buffer.createdAt(buffer.sent)));
+                buffer.send(requestBytes, now);
+                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, requestBytes, now);
+                maxThrottle = Math.max(maxThrottle, throttle);
+                mutedUntil[who] = now + Math.max(0, throttle);
+            }
+            long oldestUnsent = 0;
+            long maxBlocked = 0;
+            for (ProducerBuffer buffer : buffers) {
+                buffer.advance(end);
+                oldestUnsent = Math.max(oldestUnsent, (long) (end - buffer.createdAt(buffer.sent)));
+                maxBlocked = Math.max(maxBlocked, buffer.maxBlockedMs);
+                if (!Double.isNaN(buffer.blockedSinceMs)) {
+                    maxBlocked = Math.max(maxBlocked, (long) (end - buffer.blockedSinceMs));
+                }
+            }
+            return new Delivery(maxAge, maxBlocked, maxThrottle, oldestUnsent);
+        } finally {
+            manager.shutdown();
+            metrics.close();
+            callback.close();
+        }
+    }
+
+    /**
+     * A 60 s PAUSE makes no record fail delivery: with the producers' buffers filling while
+     * paused, every record still reaches the broker within delivery.timeout.ms (120 s), and no
+     * send() blocks for longer than max.block.ms (60 s).
+     */
+    @Test
+    void noRecordOutlivesTheDeliveryTimeoutInASixtySecondPause() throws IOException {
+        for (int connections : new int[] {1, 8, 32}) {
+            for (int size : new int[] {256 * 1024, 1024 * 1024}) {
+                Delivery d = simulateBuffered(connections, size, 0.8 * BASE, PAUSE_MS);
+                String what = connections + " x " + size / 1024 + " KiB: " + d;
+                NOTES.add(String.format(Locale.ROOT, "Buffered producers, %d x %d KiB, 0.8 x base, PAUSE 60 s:"
+                                + " oldest record at send %.1f s, longest blocked send() %.1f s, longest throttle"
+                                + " %.1f s, oldest unsent record 300 s after OPEN %.1f s.", connections, size / 1024,
+                        d.maxRecordAgeMs() / 1000.0, d.maxBlockedMs() / 1000.0, d.maxThrottleMs() / 1000.0,
+                        d.oldestUnsentAtEndMs() / 1000.0));
+                assertTrue(d.maxRecordAgeMs() < 120_000, () -> "a record older than delivery.timeout.ms: " + what);
+                assertTrue(d.oldestUnsentAtEndMs() < 120_000, () -> "a record left to expire: " + what);
+                assertTrue(d.maxBlockedMs() < 60_000, () -> "send() blocked beyond max.block.ms: " + what);
+            }
+        }
+    }
+
     /**
      * OPEN can come back at any moment of the descent, including right after the longest
      * throttle: pauses of 5 to 90 s in 5 s steps, 8 and 32 connections of 1 MiB.
