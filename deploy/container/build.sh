@@ -17,7 +17,9 @@
 #   PYTHON_IMAGE.
 # - The callback jar is built on the host with Maven (which reaches Maven Central here) and
 #   taken from the build context (PLUGIN_JAR=context), since the Maven image cannot be pulled.
-# - Runtime: runc. podman's default runtime (crun) fails on this machine's cgroups (v1/hybrid).
+# - Runtime: runc, passed explicitly. crun (podman's first choice when installed) fails on this
+#   machine's cgroups (v1, hybrid mode); this script installs runc only, and naming it keeps a
+#   crun installed later from being picked.
 # - Ulimits: podman asks runc for nofile=1048576 by default, above this machine's hard limit
 #   (20000), and runc's setrlimit then fails with EPERM ("error setting rlimit type 7"); so
 #   every build and run passes nofile and nproc limits within the hard limits.
