@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from sortedcontainers import SortedList
 
 from consumer.broker_assessment import BrokerAssessment, assess_broker, judge_resolved
+from consumer.overrides import in_force, override_reason
 from consumer.policy import DecisionPolicy
 from consumer.reasons import limit_reason, not_ready_reason, unknown_reason
 from schemas.decision import (
@@ -38,6 +39,7 @@ from schemas.decision import (
     QuotaState,
     ReasonKind,
 )
+from schemas.override import QuotaOverride
 from schemas.snapshot import VolumeSnapshot
 
 _AFTER_EVERY_BROKER = float("inf")
@@ -191,13 +193,37 @@ class ClusterState:
             unknown[broker_id] = ReasonKind.FUTURE
         return unknown
 
-    def decide(self, now: datetime, not_ready: str | None = None) -> QuotaDecision:
+    def decide(
+        self,
+        now: datetime,
+        not_ready: str | None = None,
+        override: QuotaOverride | None = None,
+    ) -> QuotaDecision:
         """The cluster decision at ``now``: the worst volume anywhere, and the fail-safe.
 
         ``not_ready`` says why the caller cannot vouch for its view of the cluster yet (it has
         not read the topic to its end, or never learned the live brokers): the on-missing action
-        then applies as if every broker were unknown.
+        then applies as if every broker were unknown. An operator's ``override`` in force at
+        ``now`` replaces the state; the rule's own reasons follow its reason, and the decision
+        is valid no longer than the override.
         """
+        decision = self._decide_by_rule(now, not_ready)
+        if not in_force(override, now):
+            return decision
+        assert override is not None  # in_force guarantees it
+        kept = decision.reasons[: self.policy.max_reasons - 1]
+        return decision.model_copy(
+            update={
+                "state": override.state,
+                "throttle_factor": 1.0 if override.state is QuotaState.OPEN else 0.0,
+                "caused_by_missing_data": False,
+                "valid_until": min(decision.valid_until, override.expires_at),
+                "reasons": [override_reason(override), *kept],
+                "reasons_omitted": decision.reasons_omitted + len(decision.reasons) - len(kept),
+            }
+        )
+
+    def _decide_by_rule(self, now: datetime, not_ready: str | None) -> QuotaDecision:
         policy = self.policy
         state, factor = QuotaState.OPEN, 1.0
         if self._breaching:

@@ -12,9 +12,8 @@ This is the one consumer loop: ``volume-quota decide`` and ``sidecar`` run it un
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import structlog
 
@@ -22,22 +21,14 @@ from consumer.clock import Clock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.current_decision import CurrentDecision
+from consumer.override_follower import OverrideFollower
 from consumer.signatures import SignatureMode, SignatureTrust, check_signature
-from consumer.snapshot_topic_reader import TopicRecord
+from consumer.snapshot_topic_reader import SnapshotSource, TopicRecord
 from consumer.topic_messages import Retirement, interpret_message
 from schemas.decision import QuotaDecision
 from schemas.snapshot import VolumeSnapshot
 
 log = structlog.get_logger("volume_quota.consumer")
-
-
-class SnapshotSource(Protocol):
-    @property
-    def assigned(self) -> bool: ...
-    @property
-    def caught_up(self) -> bool: ...
-    def assign_from_beginning(self, timeout_seconds: float = ...) -> None: ...
-    def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +72,7 @@ class DecisionService:
         metrics: ConsumerMetrics,
         timing: LoopTiming = LoopTiming(),
         signatures: SignaturePolicy = SignaturePolicy(),
+        overrides: OverrideFollower | None = None,
     ) -> None:
         self.state = state
         self._source = source
@@ -90,6 +82,7 @@ class DecisionService:
         self._metrics = metrics
         self._timing = timing
         self._signatures = signatures
+        self._overrides = overrides
         self._live_known = False
         self._next_live_refresh = 0.0
         self._next_assign_attempt = 0.0
@@ -103,7 +96,8 @@ class DecisionService:
     @property
     def ready(self) -> bool:
         """Caught up with the topic, knows the live brokers, and the last write succeeded."""
-        return self._caught_up and self._live_known and self._sink_healthy
+        overrides_settled = self._overrides is None or self._overrides.settled
+        return self._caught_up and self._live_known and self._sink_healthy and overrides_settled
 
     @property
     def _caught_up(self) -> bool:
@@ -114,10 +108,15 @@ class DecisionService:
         return self._caught_up_once
 
     def replace_source(
-        self, source: SnapshotSource, live_brokers: Callable[[], frozenset[int]]
+        self,
+        source: SnapshotSource,
+        live_brokers: Callable[[], frozenset[int]],
+        overrides_source: SnapshotSource | None = None,
     ) -> None:
         """Swap the Kafka clients (new certificates) without losing the cluster state."""
         self._source = source
+        if self._overrides is not None and overrides_source is not None:
+            self._overrides.replace_source(overrides_source)
         self._live_brokers = live_brokers
         self._next_live_refresh = 0.0
         self._next_assign_attempt = 0.0
@@ -140,7 +139,9 @@ class DecisionService:
         self._metrics.caught_up.set(1 if self._caught_up else 0)
         if moment >= self._next_live_refresh:
             self._refresh_live_brokers(moment)
-        decision = self.state.decide(self._clock.wall(), not_ready=self.not_ready_reason())
+        now = self._clock.wall()
+        override = self._overrides.current(moment, now) if self._overrides else None
+        decision = self.state.decide(now, not_ready=self.not_ready_reason(), override=override)
         self.current.replace(decision)
         self._metrics.observe_decision(decision)
         self._hand_on(decision, moment)

@@ -34,6 +34,17 @@ class KafkaConsumer(Protocol):
     def close(self) -> None: ...
 
 
+class SnapshotSource(Protocol):
+    """Where the consumer loop reads records: this reader, or a fake in unit tests."""
+
+    @property
+    def assigned(self) -> bool: ...
+    @property
+    def caught_up(self) -> bool: ...
+    def assign_from_beginning(self, timeout_seconds: float = ...) -> None: ...
+    def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
+
+
 class TopicUnavailableError(Exception):
     """The snapshot topic does not exist or its metadata cannot be read."""
 

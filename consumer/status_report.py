@@ -10,7 +10,7 @@ from pydantic import Field
 from consumer.cluster_state import ClusterState
 from consumer.limits import judge_volume
 from consumer.reasons import human_bytes
-from schemas.decision import QuotaDecision, QuotaState
+from schemas.decision import QuotaDecision, QuotaState, ReasonKind
 from schemas.wire_types import WireModel
 
 
@@ -96,12 +96,17 @@ def render_status_table(status: ClusterStatus) -> str:
     summary = [
         f"cluster decision: {decision.state.value}, throttle factor "
         f"{decision.throttle_factor:.3f}"
-        + (" (caused by missing data)" if decision.caused_by_missing_data else ""),
+        + (" (caused by missing data)" if decision.caused_by_missing_data else "")
+        + (" (OPERATOR OVERRIDE)" if _overridden(decision) else ""),
     ]
     if decision.unknown_brokers:
         summary.append(f"unknown brokers: {', '.join(map(str, decision.unknown_brokers))}")
     summary.extend(f"  - {reason.detail}" for reason in decision.reasons[:5])
     return table + "\n\n" + "\n".join(summary) + "\n"
+
+
+def _overridden(decision: QuotaDecision) -> bool:
+    return bool(decision.reasons) and decision.reasons[0].kind is ReasonKind.OVERRIDE
 
 
 def _age(seconds: float) -> str:

@@ -45,6 +45,8 @@ class ReasonKind(StrEnum):
     """A live broker's newest snapshot is dated beyond the allowed clock skew."""
     NOT_READY = "not_ready"
     """The consumer has not yet read the topic to its end or learned the live brokers."""
+    OVERRIDE = "override"
+    """An operator forced the state (``volume-quota override``) until a time."""
 
 
 Factor = Annotated[float, Field(ge=0, le=1)]

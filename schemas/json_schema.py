@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from schemas.decision import QuotaDecision
+from schemas.override import QuotaOverride
 from schemas.snapshot import VolumeSnapshot
 
 SCHEMA_DIRECTORY = Path(__file__).resolve().parent
@@ -16,6 +17,7 @@ SCHEMA_DIRECTORY = Path(__file__).resolve().parent
 SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "volume-snapshot.schema.json": VolumeSnapshot,
     "quota-decision.schema.json": QuotaDecision,
+    "quota-override.schema.json": QuotaOverride,
 }
 
 

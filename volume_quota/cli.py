@@ -9,7 +9,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from volume_quota.commands import decide, demo, evaluate, history, publish, retire, sidecar, status
+from volume_quota.commands import (
+    decide,
+    demo,
+    evaluate,
+    history,
+    override,
+    publish,
+    retire,
+    sidecar,
+    status,
+)
 from volume_quota.errors import UsageError
 
 DESCRIPTION = """\
@@ -27,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subcommands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in (evaluate, publish, decide, sidecar, status, retire, history, demo):
+    for command in (evaluate, publish, decide, sidecar, status, override, retire, history, demo):
         command.register(subcommands)
     return parser
 

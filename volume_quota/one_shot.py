@@ -9,11 +9,14 @@ from typing import BinaryIO
 from consumer.clock import Clock, SystemClock
 from publisher.kafka_sink import KafkaSnapshotSink, SendError, SnapshotSink
 from publisher.snapshot_building import build_snapshot
+from publisher.topic_requirements import TopicRequirements
 from publisher.topic_setup import TopicOutcome, check_topic, new_admin_client
 from publisher.volume_measurement import measure_volumes
+from schemas.override import OVERRIDE_KEY
 from schemas.snapshot import VolumeSnapshot, snapshot_key
 from volume_quota.certificate_files import load_signer
 from volume_quota.config import PublishSettings
+from volume_quota.config.commands import ConnectedSettings
 from volume_quota.daemons.publisher import discover_configured_volumes
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import admin_config, producer_config
@@ -104,3 +107,24 @@ def send_and_wait(
             return f"no delivery report within {timeout_seconds:g}s"
         sink.flush(min(remaining, 1.0))
     return outcome[0]
+
+
+def write_override(settings: ConnectedSettings, value: bytes | None) -> None:
+    """Write the override record (or its tombstone) to the override topic, creating the
+    compacted topic when missing; ``PublicationFailedError`` when Kafka does not take it."""
+    connection = settings.required_kafka_connection()
+    timeout = settings.delivery_timeout
+    admin = new_admin_client(with_client_logger(admin_config(connection, 0)))
+    requirements = TopicRequirements(name=settings.override_topic)
+    check = check_topic(admin, requirements, value is not None, timeout)
+    if check.outcome is TopicOutcome.MISCONFIGURED:
+        raise UsageError(check.detail)
+    if check.outcome is not TopicOutcome.READY:
+        raise PublicationFailedError(check.detail)
+    sink = KafkaSnapshotSink(
+        with_client_logger(producer_config(connection, 0, timeout)), settings.override_topic
+    )
+    headers = load_signer(settings.required_tls_files()).headers(OVERRIDE_KEY, value)
+    error = send_and_wait(sink, OVERRIDE_KEY, value, timeout + 5.0, headers)
+    if error is not None:
+        raise PublicationFailedError(error)

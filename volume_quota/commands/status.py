@@ -13,6 +13,7 @@ from consumer.clock import SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
+from consumer.override_follower import OverrideFollower
 from consumer.status_report import cluster_status, render_status_table, status_as_json
 from volume_quota.arguments import positive_seconds
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
@@ -71,6 +72,7 @@ def run(arguments: argparse.Namespace) -> int:
         metrics=ConsumerMetrics(CollectorRegistry()),
         timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
         signatures=signature_policy(settings),
+        overrides=OverrideFollower(clients.override_reader, CollectorRegistry()),
     )
     try:
         service.run(threading.Event(), until_ready=True, timeout_seconds=arguments.timeout)

@@ -31,6 +31,7 @@ from publisher.topic_requirements import (
 )
 from publisher.volumes import VolumeLimitOverride
 from schemas.decision import OnMissing
+from schemas.override import DEFAULT_OVERRIDE_TOPIC
 from schemas.snapshot import MAX_BROKER_ID, Limit, LimitType, MinFreePercentageLimit
 from volume_quota.config.sources import ENV_PREFIX, SettingsBase, describe_setting
 from volume_quota.durations import parse_duration
@@ -106,6 +107,13 @@ class ConnectionSettings(SettingsBase):
         max_length=249,
         pattern=r"^[A-Za-z0-9._-]+$",
         **help_text("the compacted snapshot topic", "NAME"),
+    )
+    override_topic: str = Field(
+        DEFAULT_OVERRIDE_TOPIC,
+        min_length=1,
+        max_length=249,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        **help_text("the compacted topic of operator overrides (volume-quota override)", "NAME"),
     )
     delivery_timeout: Seconds = Field(
         15.0, **help_text("give up on one message after this long", "DURATION")

@@ -24,6 +24,7 @@ from consumer.consumer_metrics import ConsumerMetrics, SnapshotAgeCollector
 from consumer.decision_file import write_decision_atomically
 from consumer.decision_service import DecisionService, LoopTiming, SignaturePolicy
 from consumer.live_brokers import describe_live_brokers
+from consumer.override_follower import OverrideFollower
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import SnapshotTopicReader
@@ -72,6 +73,7 @@ class KafkaClients:
             consumer_config(connection, settings.broker_id, settings.consumer_group)
         )
         self.reader = SnapshotTopicReader(_new_consumer, config, settings.topic)
+        self.override_reader = SnapshotTopicReader(_new_consumer, config, settings.override_topic)
         admin_settings = {key: value for key, value in config.items() if key not in ("group.id",)}
         self._admin = AdminClient(admin_settings)
         self._topic = settings.topic
@@ -80,10 +82,11 @@ class KafkaClients:
         return describe_live_brokers(self._admin, self._topic)
 
     def close(self) -> None:
-        try:
-            self.reader.close()
-        except Exception as error:  # closing a broken client must not stop the daemon
-            log.warning("closing the snapshot reader failed", error=str(error))
+        for reader in (self.reader, self.override_reader):
+            try:
+                reader.close()
+            except Exception as error:  # closing a broken client must not stop the daemon
+                log.warning("closing a topic reader failed", error=str(error))
 
 
 def _new_consumer(config: Mapping[str, Any]) -> Consumer:
@@ -120,6 +123,7 @@ class DecideDaemon:
                 decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
             ),
             signatures=signature_policy(settings),
+            overrides=OverrideFollower(self._clients.override_reader, self.registry),
         )
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
@@ -182,6 +186,6 @@ class DecideDaemon:
             return
         self._tls_watch.accept(fingerprint)
         old, self._clients = self._clients, clients
-        self.service.replace_source(clients.reader, clients.live_brokers)
+        self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients rebuilt")

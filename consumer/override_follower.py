@@ -1,0 +1,106 @@
+"""Following the operator's override topic next to the snapshot topic (shell).
+
+The topic may not exist (no operator ever set an override): that is the normal case, never a
+reason to be not ready. Until it can be read, the follower retries every few seconds, so an
+override set for the first time is seen within seconds. Every change (set, cleared, expired) is
+logged once and shown in ``volume_quota_override_active`` and
+``volume_quota_override_expiry_timestamp_seconds``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import structlog
+from prometheus_client import CollectorRegistry, Gauge
+
+from consumer.overrides import CLEARED, in_force, interpret_override
+from consumer.snapshot_topic_reader import SnapshotSource, TopicUnavailableError
+from schemas.decode import Rejection
+from schemas.override import QuotaOverride
+
+log = structlog.get_logger(logger_name="volume_quota.consumer")
+
+
+class OverrideFollower:
+    def __init__(
+        self, source: SnapshotSource, registry: CollectorRegistry, retry_seconds: float = 2.0
+    ) -> None:
+        self._source = source
+        self._retry_seconds = retry_seconds
+        self._next_attempt = 0.0
+        self._override: QuotaOverride | None = None
+        self._announced_in_force = False
+        self._absent = False
+        self._active = Gauge(
+            "volume_quota_override_active",
+            "1 while an operator's override forces the decision (by state), else 0.",
+            ["state"],
+            registry=registry,
+        )
+        self._expiry = Gauge(
+            "volume_quota_override_expiry_timestamp_seconds",
+            "Unix time the override in force expires; 0 when none is in force.",
+            registry=registry,
+        )
+
+    @property
+    def settled(self) -> bool:
+        """The topic was read to its end, or does not exist (no override was ever set)."""
+        return self._absent or self._source.caught_up
+
+    def replace_source(self, source: SnapshotSource) -> None:
+        self._source = source
+        self._next_attempt = 0.0
+
+    def current(self, moment: float, now: datetime) -> QuotaOverride | None:
+        """Read what arrived (retrying an unreadable topic) and return the override, if any."""
+        self._read(moment)
+        override = self._override
+        active = in_force(override, now)
+        if active != self._announced_in_force:
+            self._announced_in_force = active
+            if active and override is not None:
+                log.warning(
+                    "operator override in force",
+                    state=override.state.value,
+                    expires_at=override.expires_at.isoformat(),
+                    set_by=override.set_by,
+                    reason=override.reason,
+                )
+            else:
+                log.warning("operator override no longer in force: the rule decides again")
+        for state in ("OPEN", "PAUSE"):
+            forced = active and override is not None and override.state.value == state
+            self._active.labels(state=state).set(1 if forced else 0)
+        self._expiry.set(override.expires_at.timestamp() if active and override else 0)
+        return override if active else None
+
+    def _read(self, moment: float) -> None:
+        if not self._source.assigned:
+            if moment < self._next_attempt:
+                return
+            try:
+                self._source.assign_from_beginning()
+            except TopicUnavailableError as error:  # usually: no override was ever set
+                if not self._absent:
+                    log.info("no override topic to follow (yet)", detail=str(error))
+                self._absent = True
+                self._next_attempt = moment + self._retry_seconds
+                return
+            except Exception as error:  # the cluster may be down: retried, and not settled
+                self._next_attempt = moment + self._retry_seconds
+                log.warning("override topic not readable yet", error=str(error))
+                return
+            self._absent = False
+        try:
+            for record in self._source.poll(0.0):
+                event = interpret_override(record.key, record.value)
+                if isinstance(event, Rejection):
+                    log.warning("override record skipped", reason=event.describe())
+                    continue
+                self._override = event
+                if event is CLEARED:
+                    log.warning("operator override cleared")
+        except Exception as error:  # transport trouble: retried next turn
+            log.warning("reading the override topic failed", error=str(error))
