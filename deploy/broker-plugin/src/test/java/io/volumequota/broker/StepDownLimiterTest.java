@@ -65,4 +65,19 @@ class StepDownLimiterTest {
         assertEquals(FLOOR, limiter.apply(FLOOR, 1));
         assertEquals(BASE * 0.3, limiter.apply(BASE * 0.3, 2));
     }
+
+    @Test
+    void aCopyKeepsTheHistoryAndForceRecordsAnotherRulesQuota() {
+        StepDownLimiter limiter = new StepDownLimiter(2, 11_000);
+        limiter.apply(100, 0);
+        assertEquals(50, limiter.apply(1, 1_000));
+        StepDownLimiter copy = limiter.copy();
+        assertEquals(50, copy.apply(1, 5_000), "the copy remembers 100 in force until 1 s");
+        assertEquals(25, copy.apply(1, 12_001), "100 left the window, 50 is the highest");
+        assertEquals(50, limiter.apply(1, 5_000), "the original is independent of the copy");
+        StepDownLimiter forced = new StepDownLimiter(2, 11_000);
+        forced.force(80, 0);
+        assertEquals(40, forced.apply(1, 100), "a forced value counts as in force");
+        assertEquals(20, forced.apply(1, 11_101), "80 left the window at 11.1 s, 40 is the highest");
+    }
 }

@@ -347,8 +347,9 @@ class VolumeQuotaCallbackTest {
     }
 
     @Test
-    void twoInstancesInOneJvmAreIndependent() throws IOException {
-        // Combined broker+controller mode creates one callback per role.
+    void twoInstancesWithTheirOwnTestEnginesAreIndependent() throws IOException {
+        // Callbacks made with a test clock get a private engine each (production callbacks of one
+        // process share one: FailSafeTest.twoCallbacksOfOneProcessShareOneEngine).
         write("THROTTLE", 0.5);
         VolumeQuotaCallback first = manual(Map.of());
         VolumeQuotaCallback second = new VolumeQuotaCallback(clock);
