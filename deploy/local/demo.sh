@@ -8,7 +8,6 @@
 # `--scenario none` to only start the cluster and watch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# rich (the live screen) is listed here until pyproject.toml lists it
-python3 -m pip install --quiet --disable-pip-version-check -e . -e deploy/local rich
+python3 -m pip install --quiet --disable-pip-version-check -e . -e deploy/local
 (cd deploy/broker-plugin && mvn -q -B -DskipTests package)
 exec volume-quota demo --brokers 3 "$@"

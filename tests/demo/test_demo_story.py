@@ -50,6 +50,7 @@ def test_the_scripted_demo_fills_throttles_pauses_and_recovers(tmp_path: Path) -
     events = parse_events(result.stdout)
     summary = of_kind(events, "summary")[-1]
     assert summary["result"] == "ok", summary
+    assert summary["failedRecords"] == 0
     decisions = [event["state"] for event in of_kind(events, "decision")]
     assert in_order(decisions, ["OPEN", "THROTTLE", "PAUSE", "OPEN"]), decisions
     assert decisions[0] == "OPEN", decisions

@@ -36,7 +36,7 @@ def _config(config: ClientConfig, **extra: Any) -> dict[str, Any]:
     return {**config, "logger": KAFKA_LOG, **extra}
 
 
-class _Worker:
+class Worker:
     """A daemon thread with a stop flag."""
 
     def __init__(self, name: str) -> None:
@@ -61,7 +61,7 @@ class _Worker:
         raise NotImplementedError
 
 
-class DemoProducer(_Worker):
+class DemoProducer(Worker):
     """Wants ``demand`` bytes per second on one partition; the meter records what is delivered.
 
     The demand is paced (no credit builds up while the broker holds the producer back), so in
@@ -120,7 +120,7 @@ class DemoProducer(_Worker):
         producer.flush(1)
 
 
-class BulkLoader(_Worker):
+class BulkLoader(Worker):
     """Writes records at a steady pace into one partition until ``should_stop(written)``."""
 
     def __init__(
@@ -192,7 +192,7 @@ def delete_all_records(admin_config: ClientConfig, topic: str, partitions: int) 
         future.result(timeout=30)
 
 
-class SnapshotWatcher(_Worker):
+class SnapshotWatcher(Worker):
     """Reads the snapshot topic from the start into a ClusterState (for the volumes view)."""
 
     def __init__(self, config: ClientConfig, topic: str, broker_count: int) -> None:

@@ -18,6 +18,7 @@ from volume_quota.demo.clients import (
     BulkLoader,
     DemoProducer,
     SnapshotWatcher,
+    Worker,
     delete_all_records,
     free_bytes,
 )
@@ -48,7 +49,7 @@ class Scene:
     breaching_dir: str
     shared_filesystem: bool
     log_file: str
-    workers: list[Any]
+    workers: list[Worker]
     sidecars: list[SidecarProcess]
     producers: list[DemoProducer] = field(default_factory=list)
     loader: BulkLoader | None = None
@@ -306,6 +307,7 @@ def _summary(scene: Scene, story: Story, output: Output) -> None:
         pausedRates=story.paused_rates,
         recoveredRates=story.recovered_rates,
         lowestThrottleFactor=story.lowest_factor,
+        failedRecords=sum(producer.failures for producer in scene.producers),
         pauseRate=plan.PAUSE_RATE,
         text="\n".join(lines),
     )

@@ -23,7 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from volume_quota.demo import plan
-from volume_quota.demo.clients import DemoProducer, SnapshotWatcher, create_demo_topic, free_bytes
+from volume_quota.demo.clients import SnapshotWatcher, Worker, create_demo_topic, free_bytes
 from volume_quota.demo.loop import Scene, run_scene
 from volume_quota.demo.output import JsonLines, LiveScreen, Output
 from volume_quota.demo.sidecars import SidecarProcess, check_sidecars, read_decision, stop_all
@@ -54,7 +54,7 @@ class _Resources:
     cluster: LocalKafkaCluster | None = None
     volumes: TmpfsVolumes | None = None
     sidecars: list[SidecarProcess] = field(default_factory=list)
-    workers: list[DemoProducer | SnapshotWatcher] = field(default_factory=list)
+    workers: list[Worker] = field(default_factory=list)
 
 
 def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
