@@ -20,13 +20,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.fast_decode import FieldError, TooDeepError, UnsupportedVersionError, build_snapshot
+from schemas.fast_decode import FieldError, TextLimitError, UnsupportedVersionError, build_snapshot
 from schemas.json_text import (
-    MAX_NESTING_DEPTH,
     MalformedJsonError,
     parse_json_text,
     parse_strict_document,
-    too_deep,
+    text_limit_problem,
 )
 from schemas.snapshot import MAX_BROKER_ID, SNAPSHOT_SCHEMA_VERSION, VolumeSnapshot
 
@@ -65,7 +64,7 @@ def decode_snapshot(value: bytes, key: bytes | None = None) -> VolumeSnapshot | 
         return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
     try:
         snapshot = build_snapshot(document)
-    except TooDeepError as error:
+    except TextLimitError as error:
         return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
     except UnsupportedVersionError as error:
         return _refused(document, RejectionReason.UNSUPPORTED_VERSION, str(error), key)
@@ -102,13 +101,10 @@ def _too_large(value: bytes, key: bytes | None) -> Rejection:
 
 
 def _refused(document: Any, reason: RejectionReason, detail: str, key: bytes | None) -> Rejection:
-    """A field broke the contract; but a document nested too deep is malformed, whatever else."""
-    if too_deep(document):
-        return Rejection(
-            RejectionReason.MALFORMED_JSON,
-            f"nested deeper than {MAX_NESTING_DEPTH} levels",
-            _broker_id_from_key(key),
-        )
+    """A field broke the contract; but a document over a text limit is malformed, whatever else."""
+    problem = text_limit_problem(document)
+    if problem is not None:
+        return Rejection(RejectionReason.MALFORMED_JSON, problem, _broker_id_from_key(key))
     return Rejection(reason, detail[:300], _claimed_broker_id(document, key))
 
 

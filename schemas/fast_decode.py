@@ -10,7 +10,7 @@ immutable model, and models of one shape share one field set.
 
 They must never differ from the model: ``tests/schemas/test_differential.py`` holds them to the
 same verdict and the same models on a generated corpus. A failed check raises ``FieldError``
-(or ``UnsupportedVersionError``, or ``TooDeepError`` for an ignored member nested too deep).
+(or ``UnsupportedVersionError``, or ``TextLimitError`` for an ignored member over a limit).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.json_text import MAX_NESTING_DEPTH, too_deep
+from schemas.json_text import text_limit_problem
 from schemas.snapshot import (
     MAX_BROKER_ID,
     MAX_BYTES,
@@ -82,8 +82,8 @@ class UnsupportedVersionError(ValueError):
     """``schemaVersion`` is an integer above the one this reader understands."""
 
 
-class TooDeepError(ValueError):
-    """An ignored (unknown) member nests beyond the JSON text's limit."""
+class TextLimitError(ValueError):
+    """An ignored (unknown) member breaks a limit of the JSON text (``text_limit_problem``)."""
 
 
 def build_snapshot(document: Any) -> VolumeSnapshot:
@@ -109,7 +109,7 @@ def build_snapshot(document: Any) -> VolumeSnapshot:
         "volumes": _volumes(document.get("volumes")),
     }
     if len(document) > len(_SNAPSHOT_KEYS):
-        _check_ignored_depth(document, _SNAPSHOT_KEYS, 2)
+        _check_ignored_members(document, _SNAPSHOT_KEYS, 2)
     return _construct(VolumeSnapshot, values, set(values))
 
 
@@ -138,7 +138,7 @@ def _limit(value: object, location: str, depth: int) -> WireLimit:
     elif type(level) is not int or not 0 <= level <= MAX_BYTES:
         raise FieldError(f"{location}.level", f"must be an integer from 0 to {MAX_BYTES}")
     if len(value) > len(_LIMIT_KEYS):
-        _check_ignored_depth(value, _LIMIT_KEYS, depth + 1)
+        _check_ignored_members(value, _LIMIT_KEYS, depth + 1)
     # 0.0 and -0.0 are equal keys but print differently: zero is never shared.
     if not level:
         return _new_limit(kind, level)
@@ -227,7 +227,7 @@ def _volume(value: object, index: int) -> VolumeUsage:
     }
     present = tuple(key for key in _OPTIONAL_VOLUME_FIELDS if key in value)
     if len(value) > 3 + len(present):
-        _check_ignored_depth(value, _VOLUME_KEYS, 4)
+        _check_ignored_members(value, _VOLUME_KEYS, 4)
     for key in present[1:] if present[:1] == ("path",) else present:
         if (limit := value[key]) is not None:
             values[_OPTIONAL_VOLUME_FIELDS[key]] = _limit(limit, f"volumes.{index}.{key}", 4)
@@ -247,8 +247,8 @@ def _volume_fields_set(present: tuple[str, ...]) -> set[str]:
 _WITH_PATH = _volume_fields_set(("path",))
 
 
-def _check_ignored_depth(value: dict[str, Any], known: frozenset[str], depth: int) -> None:
-    """Unknown members are ignored, but their nesting counts: ``depth`` is theirs."""
+def _check_ignored_members(value: dict[str, Any], known: frozenset[str], depth: int) -> None:
+    """Unknown members are ignored, but the JSON text's limits hold there too (at ``depth``)."""
     for key, member in value.items():
-        if key not in known and too_deep(member, depth):
-            raise TooDeepError(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+        if key not in known and (problem := text_limit_problem(member, depth)) is not None:
+            raise TextLimitError(problem)

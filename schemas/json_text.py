@@ -8,7 +8,8 @@ is strict JSON (I-JSON, RFC 7493, less its number rule, since byte counts need 6
 - the RFC 8259 grammar only: no ``NaN`` or ``Infinity``, no comments, no trailing comma, nothing
   but whitespace (space, tab, CR, LF) after the value, no raw control character in a string;
 - no object with two members of the same name (readers disagree on which one wins);
-- no integer literal of more than 4,300 digits (Python's limit on converting text to int);
+- no integer literal longer than 4,300 characters, its sign included (pydantic's parser counts
+  the sign, jiter's Python binding and Python's own int() do not: the shortest limit wins);
 - at most ``MAX_NESTING_DEPTH`` levels of arrays and objects (the top-level object is level 1).
 
 Parsing is ``jiter``'s, the parser inside pydantic, with its strict options.
@@ -23,13 +24,17 @@ import jiter
 MAX_NESTING_DEPTH = 32
 """A snapshot is 4 levels deep; the rest is headroom for fields a newer publisher adds."""
 
+MAX_INTEGER_CHARACTERS = 4300
+_LONGEST_NEGATIVE = -(10 ** (MAX_INTEGER_CHARACTERS - 1)) + 1
+"""The smallest integer whose literal, minus sign included, fits MAX_INTEGER_CHARACTERS."""
+
 
 class MalformedJsonError(ValueError):
     """The value is not strict JSON; the message says where, without echoing the input."""
 
 
 def parse_json_text(value: bytes) -> Any:
-    """The document in ``value``, or ``MalformedJsonError``; nesting is checked by ``too_deep``."""
+    """The document in ``value``, or ``MalformedJsonError``; see also ``text_limit_problem``."""
     try:
         return jiter.from_json(
             value, allow_inf_nan=False, catch_duplicate_keys=True, cache_mode="keys"
@@ -38,11 +43,10 @@ def parse_json_text(value: bytes) -> Any:
         raise MalformedJsonError(str(error)[:200]) from None
 
 
-def too_deep(value: object, depth: int = 1) -> bool:
-    """Whether ``value``, found at nesting level ``depth``, nests beyond ``MAX_NESTING_DEPTH``.
-
-    Iterative, so that it costs no Python stack however deep the document.
-    """
+def text_limit_problem(value: object, depth: int = 1) -> str | None:
+    """What in ``value`` (found at nesting level ``depth``) breaks a limit that the parse does not
+    check itself: nesting beyond ``MAX_NESTING_DEPTH``, or a negative integer one character too
+    long. Iterative, so that it costs no Python stack however deep the document."""
     pending: list[tuple[object, int]] = [(value, depth)]
     while pending:
         current, level = pending.pop()
@@ -52,16 +56,19 @@ def too_deep(value: object, depth: int = 1) -> bool:
         elif isinstance(current, list):
             children = current
         else:
+            if type(current) is int and current < _LONGEST_NEGATIVE:
+                return f"an integer literal is longer than {MAX_INTEGER_CHARACTERS} characters"
             continue
         if level > MAX_NESTING_DEPTH:
-            return True
-        pending.extend((child, level + 1) for child in children if isinstance(child, dict | list))
-    return False
+            return f"nested deeper than {MAX_NESTING_DEPTH} levels"
+        pending.extend((child, level + 1) for child in children)
+    return None
 
 
 def parse_strict_document(value: bytes) -> Any:
-    """``parse_json_text`` and the nesting limit: the reference reading of a value's text."""
+    """``parse_json_text`` and ``text_limit_problem``: the reference reading of a value's text."""
     document = parse_json_text(value)
-    if too_deep(document):
-        raise MalformedJsonError(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+    problem = text_limit_problem(document)
+    if problem is not None:
+        raise MalformedJsonError(problem)
     return document
