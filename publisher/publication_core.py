@@ -10,7 +10,8 @@ What the core decides:
 
 - when to publish (``publication_policy``: first, volumes changed, state changed, free space
   moved, heartbeat) and how to pace it (``delivery_pacing``: one message in flight, retries with
-  backoff, a fresh snapshot on every retry, an unanswered message expires);
+  backoff, a fresh snapshot on every retry, an unanswered message expires), for each broker on
+  its own (a sidecar publishes for one broker, a cluster-level publisher for all of them);
 - when Kafka counts as reachable (a delivery succeeded; a disconnecting client error or a failed
   delivery says it is not);
 - when an unusable producer is rebuilt (at once, then with a backoff while it stays unusable);
@@ -20,7 +21,7 @@ What the core decides:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from publisher.delivery_pacing import DeliveryState, retry_delay
 from publisher.health import HealthInputs
@@ -162,8 +163,18 @@ class CoreSettings:
 
 @dataclass(frozen=True, slots=True)
 class _Sent:
+    broker_id: int
+    stream_message_id: int
     reason: PublicationReason
     snapshot: VolumeSnapshot
+
+
+@dataclass(slots=True)
+class _Stream:
+    """One broker's publications: what was last sent and the pacing of the next."""
+
+    delivery: DeliveryState = field(default_factory=DeliveryState)
+    last_sent: Publication | None = None
 
 
 class PublisherCore:
@@ -171,9 +182,9 @@ class PublisherCore:
 
     def __init__(self, settings: CoreSettings, started_at: float) -> None:
         self._settings = settings
-        self._delivery = DeliveryState()
-        self._last_sent: Publication | None = None
+        self._streams: dict[int, _Stream] = {}
         self._in_flight: dict[int, _Sent] = {}
+        self._next_message_id = 1
         self._started_at = started_at
         self._last_sample_at: float | None = None
         self._last_delivery_at: float | None = None
@@ -187,7 +198,9 @@ class PublisherCore:
 
     @property
     def last_sent_snapshot(self) -> VolumeSnapshot | None:
-        return self._last_sent.snapshot if self._last_sent is not None else None
+        """The newest snapshot handed to Kafka, of any broker."""
+        sent = [s.last_sent for s in self._streams.values() if s.last_sent is not None]
+        return max(sent, key=lambda publication: publication.at).snapshot if sent else None
 
     @property
     def connected(self) -> bool:
@@ -224,15 +237,17 @@ class PublisherCore:
         now = event.at
         actions: list[Action] = self._rebuild_if_unusable(now)
         self._last_sample_at = now
-        decision = decide_publication(self._last_sent, event.snapshot, now, self._settings.policy)
+        stream = self._streams.setdefault(event.snapshot.broker_id, _Stream())
+        policy = self._settings.policy
+        decision = decide_publication(stream.last_sent, event.snapshot, now, policy)
         if decision.reason is not None:
             actions.append(PublicationDue(decision.reason, decision.detail))
-            self._delivery = self._delivery.request(decision.reason)
-        actions.extend(self._expire_unanswered(now))
+            stream.delivery = stream.delivery.request(decision.reason)
+        actions.extend(self._expire_unanswered(event.snapshot.broker_id, now))
         # Sending does not wait for the topic check: the producer never creates topics, so a
         # missing topic is a counted, retried failure like any other outage.
-        if self._delivery.may_send(now):
-            actions.append(self._send(event.snapshot, now))
+        if stream.delivery.may_send(now):
+            actions.append(self._send(stream, event.snapshot, now))
         return actions
 
     def _rebuild_if_unusable(self, now: float) -> list[Action]:
@@ -248,47 +263,59 @@ class PublisherCore:
         self._next_rebuild_at = now + delay
         return [RebuildProducer(self._rebuilds_in_a_row, delay)]
 
-    def _send(self, snapshot: VolumeSnapshot, now: float) -> Send:
-        reason = self._delivery.due
+    def _send(self, stream: _Stream, snapshot: VolumeSnapshot, now: float) -> Send:
+        reason = stream.delivery.due
         assert reason is not None  # may_send guarantees it
-        message_id = self._delivery.next_message_id
-        self._delivery = self._delivery.sent(now)
-        self._last_sent = Publication(snapshot, now)
-        self._in_flight[message_id] = _Sent(reason, snapshot)
+        stream_message_id = stream.delivery.next_message_id
+        stream.delivery = stream.delivery.sent(now)
+        stream.last_sent = Publication(snapshot, now)
+        message_id = self._next_message_id
+        self._next_message_id += 1
+        self._in_flight[message_id] = _Sent(snapshot.broker_id, stream_message_id, reason, snapshot)
         return Send(message_id, snapshot, reason)
 
     def _delivery_reported(self, message_id: int, error: str | None, now: float) -> list[Action]:
         sent = self._in_flight.pop(message_id, None)
+        if sent is None:
+            return []
+        stream = self._streams[sent.broker_id]
         if error is None:
             self._rebuilds_in_a_row = 0
             self._next_rebuild_at = -math.inf
-            self._delivery = self._delivery.delivered(message_id)
+            stream.delivery = stream.delivery.delivered(sent.stream_message_id)
             self._last_delivery_at = now
             actions: list[Action] = self._set_connected(True)
-            if sent is not None:
-                actions.append(PublicationDelivered(sent.reason, sent.snapshot))
+            actions.append(PublicationDelivered(sent.reason, sent.snapshot))
             return actions
-        in_flight = self._delivery.in_flight
-        if in_flight is None or in_flight.message_id != message_id:
+        in_flight = stream.delivery.in_flight
+        if in_flight is None or in_flight.message_id != sent.stream_message_id:
             return []  # already counted (expired while unanswered)
-        self._delivery = self._delivery.failed(message_id, now)
-        retry_in = round(max(0.0, self._delivery.not_before - now), 3)
-        failed = PublicationFailed(error, self._delivery.consecutive_failures, retry_in)
+        stream.delivery = stream.delivery.failed(sent.stream_message_id, now)
+        retry_in = round(max(0.0, stream.delivery.not_before - now), 3)
+        failed = PublicationFailed(error, stream.delivery.consecutive_failures, retry_in)
         return [failed, *self._set_connected(False)]
 
-    def _expire_unanswered(self, now: float) -> list[Action]:
+    def _expire_unanswered(self, broker_id: int, now: float) -> list[Action]:
         """A delivery report that never comes must not block publication forever."""
+        stream = self._streams[broker_id]
         limit = self._settings.delivery_timeout_seconds + UNANSWERED_GRACE_SECONDS
-        in_flight = self._delivery.in_flight
-        if in_flight is None or not self._delivery.overdue(now, limit):
+        in_flight = stream.delivery.in_flight
+        if in_flight is None or not stream.delivery.overdue(now, limit):
+            return []
+        message_id = next(
+            (
+                key
+                for key, sent in self._in_flight.items()
+                if sent.broker_id == broker_id and sent.stream_message_id == in_flight.message_id
+            ),
+            None,
+        )
+        if message_id is None:  # pragma: no cover - every in-flight message is recorded
             return []
         # Kept in _in_flight: a late success still counts as delivered.
-        sent = self._in_flight.get(in_flight.message_id)
-        actions = self._delivery_reported(
-            in_flight.message_id, f"no delivery report within {limit:g}s", now
-        )
-        if sent is not None:
-            self._in_flight[in_flight.message_id] = sent
+        sent = self._in_flight[message_id]
+        actions = self._delivery_reported(message_id, f"no delivery report within {limit:g}s", now)
+        self._in_flight[message_id] = sent
         return actions
 
     def _client_trouble(self, issue: ClientIssue, now: float) -> list[Action]:

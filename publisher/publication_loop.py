@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -51,7 +51,22 @@ from schemas.snapshot import Limit, VolumeSnapshot, snapshot_key
 
 log = structlog.get_logger(logger_name="volume_quota.publisher")
 
-Measure = Callable[[Sequence[Volume]], list[VolumeMeasurement]]
+BrokerMeasurements = Mapping[int, Sequence[VolumeMeasurement]]
+"""Each broker's measured volumes: one broker for a sidecar, every broker for a cluster-level
+publisher (a broker that could not be measured is left out and gets no snapshot)."""
+Measure = Callable[[], BrokerMeasurements]
+
+
+def measuring(
+    broker_id: int,
+    volumes: Sequence[Volume],
+    measure: Callable[[Sequence[Volume]], list[VolumeMeasurement]],
+) -> Measure:
+    """A sidecar's measurement: this broker's ``volumes``, by ``measure`` (statvfs)."""
+    fixed = list(volumes)
+    return lambda: {broker_id: measure(fixed)}
+
+
 SinkFactory = Callable[[ClientIssueCallback], SnapshotSink]
 """Builds the sink, given the loop's handler for client trouble (the producer's ``error_cb``)."""
 
@@ -78,7 +93,6 @@ class Credentials(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
-    broker_id: int
     soft_limit: Limit
     hard_limit: Limit
     policy: PublicationPolicy
@@ -91,7 +105,6 @@ class PublicationLoop:
         self,
         settings: LoopSettings,
         *,
-        volumes: Sequence[Volume],
         measure: Measure,
         sink_factory: SinkFactory,
         clock: Clock,
@@ -101,14 +114,12 @@ class PublicationLoop:
         credentials: Credentials | None = None,
     ) -> None:
         self._settings = settings
-        self._volumes = list(volumes)
         self._measure = measure
         self._clock = clock
         self._metrics = metrics
         self._topic_ready = topic_ready
         self._topic_problem = topic_problem
         self._credentials = credentials
-        self._key = snapshot_key(settings.broker_id)
         self._core = PublisherCore(
             CoreSettings(settings.policy, settings.delivery_timeout_seconds), clock.monotonic()
         )
@@ -166,20 +177,17 @@ class PublicationLoop:
             self._metrics.certificate_expiry.set(expiry.timestamp())
             self._metrics.certificate_remaining.set((expiry - wall).total_seconds())
         try:
-            measurements = self._measure(self._volumes)
+            measured = self._measure()
         except OSError as error:
             self._carry_out(self._core.handle(SampleFailed(str(error), now)))
             return
         self._metrics.last_sample.set(wall.timestamp())
-        self._metrics.record_volumes(self._settings.broker_id, measurements)
-        snapshot = build_snapshot(
-            self._settings.broker_id,
-            measurements,
-            self._settings.soft_limit,
-            self._settings.hard_limit,
-            wall,
-        )
-        self._carry_out(self._core.handle(SampleTaken(snapshot, now)))
+        self._metrics.record_volumes(measured)
+        for broker_id, measurements in sorted(measured.items()):
+            snapshot = build_snapshot(
+                broker_id, measurements, self._settings.soft_limit, self._settings.hard_limit, wall
+            )
+            self._carry_out(self._core.handle(SampleTaken(snapshot, now)))
 
     def flush(self, timeout_seconds: float) -> int:
         """Deliver what is outstanding, for at most ``timeout_seconds``; returns what is left."""
@@ -229,10 +237,11 @@ class PublicationLoop:
             report = DeliveryReported(action.message_id, error, self._clock.monotonic())
             self._carry_out(self._core.handle(report))
 
+        key = snapshot_key(action.snapshot.broker_id)
         value = action.snapshot.to_json_bytes()
-        headers = self._credentials.sign(self._key, value) if self._credentials else []
+        headers = self._credentials.sign(key, value) if self._credentials else []
         try:
-            self._sink.send(self._key, value, on_result, headers)
+            self._sink.send(key, value, on_result, headers)
         except SendError as error:
             on_result(f"refused by the producer: {error}")
 

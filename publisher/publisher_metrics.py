@@ -6,7 +6,7 @@ Names follow Prometheus conventions: ``volume_quota_`` prefix, base units (bytes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
@@ -81,13 +81,15 @@ class PublisherMetrics:
         )
         self._volume_labels: set[tuple[str, str]] = set()
 
-    def record_volumes(self, broker_id: int, measurements: Sequence[VolumeMeasurement]) -> None:
+    def record_volumes(self, measured: Mapping[int, Sequence[VolumeMeasurement]]) -> None:
+        """Every broker's volumes as just measured; volumes no longer measured are dropped."""
         current = set()
-        for measurement in measurements:
-            labels = (str(broker_id), measurement.volume.name)
-            current.add(labels)
-            self.volume_capacity.labels(*labels).set(measurement.capacity_bytes)
-            self.volume_consumed.labels(*labels).set(measurement.consumed_bytes)
+        for broker_id, measurements in measured.items():
+            for measurement in measurements:
+                labels = (str(broker_id), measurement.volume.name)
+                current.add(labels)
+                self.volume_capacity.labels(*labels).set(measurement.capacity_bytes)
+                self.volume_consumed.labels(*labels).set(measurement.consumed_bytes)
         for labels in self._volume_labels - current:
             self.volume_capacity.remove(*labels)
             self.volume_consumed.remove(*labels)

@@ -46,7 +46,7 @@ def test_metrics_are_valid_prometheus_exposition(
 ) -> None:
     base, metrics, _ = served
     volume = Volume("/dev/sdb", "/data", ("/data/kafka",))
-    metrics.record_volumes(3, [VolumeMeasurement(volume, 1000, 250)])
+    metrics.record_volumes({3: [VolumeMeasurement(volume, 1000, 250)]})
     metrics.publication_errors.inc()
     metrics.kafka_connected.set(1)
     status, content_type, body = get(base + "/metrics")
@@ -68,8 +68,8 @@ def test_vanished_volumes_leave_the_metrics(served: tuple[str, PublisherMetrics,
     base, metrics, _ = served
     first = Volume("/dev/sdb", "/data", ("/data/kafka",))
     second = Volume("/dev/sdc", "/data1", ("/data1/kafka",))
-    metrics.record_volumes(3, [VolumeMeasurement(first, 10, 5), VolumeMeasurement(second, 10, 5)])
-    metrics.record_volumes(3, [VolumeMeasurement(second, 10, 5)])
+    metrics.record_volumes({3: [VolumeMeasurement(first, 10, 5), VolumeMeasurement(second, 10, 5)]})
+    metrics.record_volumes({3: [VolumeMeasurement(second, 10, 5)]})
     body = get(base + "/metrics")[2].decode()
     assert 'volume="/dev/sdc"' in body
     assert 'volume="/dev/sdb"' not in body

@@ -154,3 +154,19 @@ def test_a_failed_sample_is_reported_and_changes_nothing() -> None:
         SampleLost("Input/output error")
     ]
     assert core.health_inputs(topic_ready=True, topic_problem=None).last_sample_at is None
+
+
+def test_each_broker_is_paced_on_its_own_stream() -> None:
+    core = new_core()
+    one, two = snapshot(50 * GIB, broker_id=1), snapshot(50 * GIB, broker_id=2)
+    (first_one,) = sends(core.handle(SampleTaken(one, at=0.0)))
+    (first_two,) = sends(core.handle(SampleTaken(two, at=0.0)))  # not held by broker 1's
+    assert (first_one.reason, first_two.reason) == (PublicationReason.FIRST,) * 2
+    assert first_one.message_id != first_two.message_id
+    core.handle(DeliveryReported(first_two.message_id, None, at=0.1))
+    failed = core.handle(DeliveryReported(first_one.message_id, "_MSG_TIMED_OUT", at=0.2))
+    assert isinstance(failed[0], PublicationFailed)
+    (retry,) = sends(core.handle(SampleTaken(one, at=1.0)))
+    assert retry.reason is PublicationReason.RETRY
+    assert sends(core.handle(SampleTaken(two, at=1.0))) == []  # broker 2 is up to date
+    assert core.last_sent_snapshot == one

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from consumer.signatures import SignatureOutcome, SignatureTrust, check_signature
 from publisher.kafka_sink import ClientIssueCallback, DeliveryCallback, SendError, client_issue
-from publisher.publication_loop import LoopSettings, PublicationLoop
+from publisher.publication_loop import LoopSettings, PublicationLoop, measuring
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.volume_measurement import measure_volume
@@ -175,15 +175,13 @@ def make_harness(credentials: TlsCredentials | None = None, topic_ready: bool = 
 
     loop = PublicationLoop(
         LoopSettings(
-            broker_id=7,
             soft_limit=SOFT,
             hard_limit=HARD,
             policy=PublicationPolicy(heartbeat_interval_seconds=10.0, change_threshold_percent=1.0),
             sample_interval_seconds=1.0,
             delivery_timeout_seconds=15.0,
         ),
-        volumes=[disk.volume],
-        measure=disk.measure,
+        measure=measuring(7, [disk.volume], disk.measure),
         sink_factory=sink_factory,
         clock=clock,
         metrics=metrics,
@@ -367,7 +365,7 @@ def test_an_unexpected_error_does_not_end_the_loop() -> None:
     harness.sink.stop_after_polls = 4 * 3
     calls = []
 
-    def broken_measure(volumes: Sequence[Volume]) -> list[VolumeMeasurement]:
+    def broken_measure() -> dict[int, list[VolumeMeasurement]]:
         calls.append(1)
         raise RuntimeError("bug")
 

@@ -13,7 +13,7 @@ import pytest
 
 from consumer.clock import SystemClock
 from publisher.kafka_sink import ClientIssueCallback, DeliveryCallback
-from publisher.publication_loop import LoopSettings, PublicationLoop
+from publisher.publication_loop import LoopSettings, PublicationLoop, measuring
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.volume_discovery import discover_volumes
@@ -237,13 +237,11 @@ def test_filling_a_volume_past_its_limits_publishes_each_state_change(
 
     loop = PublicationLoop(
         LoopSettings(
-            broker_id=5,
             soft_limit=parse_limit("MinFreeBytes:8MiB"),
             hard_limit=parse_limit("MinFreeBytes:2MiB"),
             policy=PublicationPolicy(heartbeat_interval_seconds=3600, change_threshold_percent=50),
         ),
-        volumes=discover_volumes([data]),
-        measure=measure_volumes,
+        measure=measuring(5, discover_volumes([data]), measure_volumes),
         sink_factory=sink_factory,
         clock=SystemClock(),
         metrics=metrics,

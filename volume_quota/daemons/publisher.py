@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from consumer.clock import Clock, SystemClock
 from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
 from publisher.kafka_sink import KafkaSnapshotSink
-from publisher.publication_loop import LoopSettings, PublicationLoop, SinkFactory
+from publisher.publication_loop import LoopSettings, PublicationLoop, SinkFactory, measuring
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_requirements import TopicRequirements
@@ -160,7 +160,6 @@ class PublisherDaemon:
     def _new_loop(self) -> PublicationLoop:
         settings = self._settings
         loop_settings = LoopSettings(
-            broker_id=self.broker_id,
             soft_limit=settings.soft_limit,
             hard_limit=settings.hard_limit,
             policy=PublicationPolicy(
@@ -172,8 +171,7 @@ class PublisherDaemon:
         )
         return PublicationLoop(
             loop_settings,
-            volumes=self.volumes,
-            measure=measure_volumes,
+            measure=measuring(self.broker_id, self.volumes, measure_volumes),
             sink_factory=self._sink_factory,
             clock=self._clock,
             metrics=self.metrics,
