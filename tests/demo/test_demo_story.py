@@ -56,6 +56,10 @@ def test_the_scripted_demo_fills_throttles_pauses_and_recovers(tmp_path: Path) -
     assert decisions[0] == "OPEN", decisions
     assert decisions[-1] == "OPEN", decisions
 
+    agreed = [set(sample["brokers"]) for sample in of_kind(events, "sample")]
+    everywhere = {states.pop() for states in agreed if len(states) == 1}
+    assert everywhere >= {"OPEN", "THROTTLE", "PAUSE"}, "every broker's decision file agrees"
+
     phases = [event["phase"] for event in of_kind(events, "phase")]
     assert phases == ["OPEN", "FILL", "THROTTLE", "PAUSE", "RECOVERY", "DONE"]
     base, paused, back = summary["baseRates"], summary["pausedRates"], summary["recoveredRates"]

@@ -265,6 +265,7 @@ def _sample(scene: Scene, output: Output, story: Story | None, tick: Tick) -> No
         phase=story.phase.value if story else None,
         decision=first.state.value if first else None,
         factor=first.throttle_factor if first else None,
+        brokers=[d.state.value if d else "missing" for d in tick.decisions],
         rates={name: round(rate) for name, rate in rates.items()},
         freeBytes=free_bytes(scene.breaching_dir),
         filledBytes=scene.loader.written if scene.loader else 0,
