@@ -227,6 +227,14 @@ def test_callback_metrics_follow_the_decision_on_a_real_broker(
         assert "type=plugins" in str(mbean["name"])
         assert "config=client.quota.callback.class" in str(mbean["name"])
         assert "class=VolumeQuotaCallback" in str(mbean["name"])
+    # A combined node wraps one callback per role; both report the shared engine's values.
+    roles = {
+        part.split("=", 1)[1]
+        for m in mbeans
+        for part in str(m["name"]).split(",")
+        if "role=" in part
+    }
+    assert roles == {"broker", "controller"}
 
     # Started on a PAUSE decision: the floor, and a decision just read.
     values = metrics.wait_for(lambda v: v.get("state") == 2.0)
