@@ -92,7 +92,7 @@ def run_size(rows: int, workdir: Path, seed: int, at: datetime) -> dict[str, obj
         counts = timed(
             seconds,
             "spark ingest",
-            lambda: run_ingest(session, JsonlSource(jsonl), checkpoint, dataset),
+            lambda: run_ingest(session, JsonlSource(str(jsonl)), str(checkpoint), str(dataset)),
         )
         history = session.read.parquet(str(dataset))
         timed(seconds, "spark forecast", lambda: forecast_volumes(history, at).toPandas())

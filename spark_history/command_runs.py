@@ -9,10 +9,9 @@ fast.
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from spark_history.errors import HistoryUsageError
@@ -32,9 +31,8 @@ def run_ingest(arguments: argparse.Namespace) -> int:
 
     if arguments.source == "jsonl":
         if arguments.input is None:
-            raise HistoryUsageError("--source jsonl needs --input PATH")
-        if not arguments.input.exists():
-            raise HistoryUsageError(f"input {arguments.input} does not exist")
+            raise HistoryUsageError("--source jsonl needs --input URI")
+        _check_local_input(arguments.input)
         source: JsonlSource | KafkaSource = JsonlSource(arguments.input)
         return _ingest(arguments, source, jars=False)
     if not arguments.bootstrap or not arguments.topic:
@@ -71,15 +69,17 @@ def _ingest(arguments: argparse.Namespace, source: object, jars: bool) -> int:
 
 
 def run_forecast(arguments: argparse.Namespace) -> int:
+    from spark_history import storage
     from spark_history.forecast import forecast_volumes
     from spark_history.forecast_frame import FORECAST_COLUMNS
     from spark_history.history_input import load_history, load_tombstones
     from spark_history.session import step
 
-    _check_input(arguments.input)
     at = _evaluation_time(arguments.at)
     params = _forecast_params(arguments)
+    _check_local_input(arguments.input)
     session = _session(arguments)
+    _check_input(session, arguments.input)
     with step("forecast"), _progress(session):
         rows = _spark_call(lambda: load_history(session, arguments.input))
         tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
@@ -92,8 +92,8 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     table = table.sort_values(
         ["hoursToFull", "usedPercent"], ascending=[True, False], na_position="last"
     )
-    arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    table[list(FORECAST_COLUMNS)].to_csv(arguments.output, index=False)
+    csv_text = table[list(FORECAST_COLUMNS)].to_csv(index=False)
+    _spark_call(lambda: storage.write_text(session, arguments.output, csv_text))
     print(f"wrote {arguments.output}: {describe_forecast(table, arguments.horizon_days)}")
     return 0
 
@@ -121,13 +121,15 @@ def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.history_input import load_history, load_tombstones
     from spark_history.report import write_report
 
-    _check_input(arguments.input)
     if arguments.max_plotted < 1:
         raise HistoryUsageError("--max-plotted must be at least 1")
     at = _evaluation_time(arguments.at)
+    tuning = _tuning_params(arguments)
+    _check_local_input(arguments.input)
     session = _session(arguments)
+    _check_input(session, arguments.input)
     with _progress(session):
-        rows = _spark_call(lambda: load_history(session, arguments.input).cache())
+        rows = _spark_call(lambda: load_history(session, arguments.input))
         if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
             raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
         files = _spark_call(
@@ -136,7 +138,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 at,
                 arguments.output_dir,
                 forecast_params=_forecast_params(arguments),
-                tuning=_tuning_params(arguments),
+                tuning=tuning,
                 max_plotted=arguments.max_plotted,
                 tombstones=load_tombstones(session, arguments.input),
             )
@@ -185,25 +187,46 @@ def _evaluation_time(text: str | None) -> datetime:
         raise HistoryUsageError(f"--at: {error}") from None
 
 
-def _check_input(path: Path) -> None:
-    if not path.exists():
-        raise HistoryUsageError(f"input {path} does not exist")
+def _check_local_input(uri: str) -> None:
+    """A missing local input is one line before Spark starts (a URI is checked after)."""
+    from spark_history import storage
+
+    local = storage.local_path(uri)
+    if local is not None and not local.exists():
+        raise HistoryUsageError(f"input {uri} does not exist")
+
+
+def _check_input(session: SparkSession, uri: str) -> None:
+    from spark_history import storage
+
+    if not _spark_call(lambda: storage.exists(session, uri)):
+        raise HistoryUsageError(f"input {uri} does not exist")
 
 
 def _session(arguments: argparse.Namespace, kafka: bool = False) -> SparkSession:
     from spark_history.connector import ensure_connector_jars
-    from spark_history.session import SessionSettings, build_session
+    from spark_history.session import (
+        SessionSettings,
+        build_session,
+        describe_session,
+        executor_code_origin,
+        under_spark_submit,
+    )
 
     conf = dict(arguments.conf)
     jars = []
     # Under spark-submit (its JVM started this Python, PYSPARK_GATEWAY_PORT is set) the
     # classpath is fixed already: the connector comes from spark-submit's --jars/--packages.
-    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     wants_connector = "spark.jars" not in conf and "spark.jars.packages" not in conf
-    if kafka and wants_connector and not under_spark_submit:
+    if kafka and wants_connector and not under_spark_submit():
         jars = ensure_connector_jars()
     settings = SessionSettings(master=arguments.master, conf=conf, jars=jars)
-    return build_session(settings)
+    session = build_session(settings)
+    print(f"[history] {describe_session(session)}", file=sys.stderr, flush=True)
+    if not (session.sparkContext.master or "").startswith("local"):
+        origin = executor_code_origin(session)
+        print(f"[history] executors import spark_history from {origin}", file=sys.stderr)
+    return session
 
 
 def _progress(session: SparkSession) -> StageProgress:

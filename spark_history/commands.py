@@ -72,8 +72,7 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--input",
         required=True,
-        type=Path,
-        metavar="PATH",
+        metavar="URI",
         help="the Parquet dataset written by 'history ingest', or JSONL "
         "snapshot values (a file or a directory of files)",
     )
@@ -126,21 +125,17 @@ def _add_ingest(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--source", required=True, choices=("kafka", "jsonl"))
-    parser.add_argument(
-        "--input", type=Path, metavar="PATH", help="jsonl: a JSONL file or a directory of them"
-    )
+    parser.add_argument("--input", metavar="URI", help="jsonl: a JSONL file or a directory of them")
     parser.add_argument(
         "--checkpoint",
         required=True,
-        type=Path,
-        metavar="DIR",
+        metavar="URI",
         help="where progress is kept; one per output dataset and source",
     )
     parser.add_argument(
         "--output",
         required=True,
-        type=Path,
-        metavar="DATASET",
+        metavar="URI",
         help="the Parquet dataset to append to",
     )
     kafka = parser.add_argument_group("Kafka (--source kafka)")
@@ -191,7 +186,13 @@ def _add_forecast(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _analysis_options(parser)
-    parser.add_argument("--output", required=True, type=Path, metavar="FILE.csv")
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="URI",
+        help="the CSV file to write (e.g. "
+        "file:///srv/f.csv, hdfs:///reports/f.csv, s3a://bucket/f.csv, or a path)",
+    )
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_forecast)
 
@@ -208,7 +209,9 @@ def _add_report(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _analysis_options(parser)
-    parser.add_argument("--output-dir", required=True, type=Path, metavar="DIR")
+    parser.add_argument(
+        "--output-dir", required=True, metavar="URI", help="directory for the report's files"
+    )
     parser.add_argument(
         "--soft-grid",
         type=_percent_list,

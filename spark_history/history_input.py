@@ -1,17 +1,18 @@
 """Loading the history for the analyses: the Parquet dataset, or JSONL snapshot files.
 
 ``--input`` accepts either, so the analyses work on an ingested dataset and on a file an
-operator just exported; which one is decided from what is on disk (a Spark streaming sink's
-``_spark_metadata`` log, ``*.parquet`` files or ``date=`` partitions mean Parquet).
+operator just exported; which one is decided from what is there (a Spark streaming sink's
+``_spark_metadata`` log, ``*.parquet`` files or ``date=`` partitions mean Parquet), looked at
+through Hadoop's FileSystem: the input is a URI (``hdfs://``, ``s3a://``, ``file://``) or a
+path, passed to Spark untouched.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history import storage
 from spark_history.errors import HistoryUsageError
 from spark_history.snapshot_rows import (
     VOLUME_ROW_COLUMNS,
@@ -22,32 +23,33 @@ from spark_history.snapshot_rows import (
 )
 
 
-def is_parquet_dataset(path: Path) -> bool:
-    if path.is_file():
-        return path.suffix == ".parquet"
-    if (path / "_spark_metadata").is_dir():
+def is_parquet_dataset(session: SparkSession, uri: str) -> bool:
+    if storage.is_file(session, uri):
+        return uri.endswith(".parquet")
+    names = storage.child_names(session, uri)
+    if "_spark_metadata" in names or any(name.startswith("date=") for name in names):
         return True
-    return any(path.glob("date=*")) or any(path.rglob("*.parquet"))
+    return storage.any_file(session, uri, ".parquet")
 
 
-def load_history(session: SparkSession, path: Path) -> DataFrame:
+def load_history(session: SparkSession, path: str) -> DataFrame:
     """Volume rows (the dataset's columns) from ``path``, without tombstone rows."""
     return only_volumes(_load_rows(session, path))
 
 
-def load_tombstones(session: SparkSession, path: Path) -> DataFrame:
+def load_tombstones(session: SparkSession, path: str) -> DataFrame:
     """(``brokerId``, ``snapshotAt``) of the tombstones the ingest recorded (none in JSONL)."""
     return tombstone_rows(_load_rows(session, path))
 
 
-def _load_rows(session: SparkSession, path: Path) -> DataFrame:
-    if not path.exists():
+def _load_rows(session: SparkSession, path: str) -> DataFrame:
+    if not storage.exists(session, path):
         raise HistoryUsageError(f"input {path} does not exist")
-    if is_parquet_dataset(path):
-        return session.read.parquet(str(path)).select(*VOLUME_ROW_COLUMNS)
-    if path.is_dir() and not any(child.is_file() for child in path.rglob("*")):
+    if is_parquet_dataset(session, path):
+        return session.read.parquet(path).select(*VOLUME_ROW_COLUMNS)
+    if not storage.is_file(session, path) and not storage.any_file(session, path):
         raise HistoryUsageError(f"input {path} holds no files")
-    lines = session.read.option("recursiveFileLookup", "true").text(str(path))
+    lines = session.read.option("recursiveFileLookup", "true").text(path)
     messages = lines.where(F.length(F.trim(F.col("value"))) > 0).select(
         F.lit(None).cast("binary").alias("key"), F.col("value")
     )

@@ -21,13 +21,13 @@ import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from spark_history import storage
 from spark_history.errors import HistoryUsageError
 from spark_history.snapshot_rows import classify_messages, rejection_metrics, volume_rows
 
@@ -51,7 +51,8 @@ class JsonlSource:
     Files are tracked by path: add new files rather than appending to one already ingested.
     """
 
-    path: Path
+    path: str
+    """A Hadoop URI or a path."""
 
 
 @dataclass(slots=True)
@@ -91,13 +92,14 @@ def kafka_messages(session: SparkSession, source: KafkaSource) -> DataFrame:
 
 
 def jsonl_messages(session: SparkSession, source: JsonlSource) -> DataFrame:
-    if not source.path.exists():
+    if not storage.exists(session, source.path):
         raise HistoryUsageError(f"input {source.path} does not exist")
-    path = source.path.resolve()
+    # The checkpoint tracks files by their full URI: qualify a relative path once, here.
+    path = storage.qualified(session, source.path)
     # A file path is a glob that matches itself; a directory is searched recursively, with no
     # partition inference (its subdirectories are not "key=value" partitions).
     reader = session.readStream.format("text").option("recursiveFileLookup", "true")
-    lines = reader.load(_glob_escape(str(path)))
+    lines = reader.load(_glob_escape(path))
     return lines.where(F.length(F.trim(F.col("value"))) > 0).select(
         F.lit(None).cast("binary").alias("key"), F.col("value")
     )
@@ -111,8 +113,8 @@ def _glob_escape(path: str) -> str:
 def run_ingest(
     session: SparkSession,
     source: KafkaSource | JsonlSource,
-    checkpoint: Path,
-    output: Path,
+    checkpoint: str,
+    output: str,
     stream: TextIO = sys.stderr,
 ) -> IngestCounts:
     """Append every message not yet ingested to ``output``; returns the counts of this run."""
@@ -133,8 +135,8 @@ def run_ingest(
     try:
         query = (
             rows.writeStream.format("parquet")
-            .option("checkpointLocation", str(checkpoint))
-            .option("path", str(output))
+            .option("checkpointLocation", checkpoint)
+            .option("path", output)
             .partitionBy("date")
             .outputMode("append")
             .trigger(availableNow=True)

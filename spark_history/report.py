@@ -13,13 +13,13 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from schemas.wire_types import format_instant
+from spark_history import storage
 from spark_history.advice import advice_text, limits_in_force
 from spark_history.balance import balance
 from spark_history.envelope_forecast import ForecastParams
@@ -38,11 +38,11 @@ REPORT_FILE = "report.html"
 
 @dataclass(frozen=True, slots=True)
 class ReportFiles:
-    html: Path
-    forecast_csv: Path
-    thresholds_csv: Path
-    balance_csv: Path
-    summary_json: Path
+    html: str
+    forecast_csv: str
+    thresholds_csv: str
+    balance_csv: str
+    summary_json: str
 
 
 def worst_first(forecast: pd.DataFrame) -> pd.DataFrame:
@@ -83,15 +83,16 @@ def usage_series(
 def write_report(
     rows: DataFrame,
     at: datetime,
-    output_dir: Path,
+    output_dir: str,
     *,
     forecast_params: ForecastParams,
     tuning: TuningParams,
     max_plotted: int = 12,
     tombstones: DataFrame | None = None,
 ) -> ReportFiles:
-    """Run the three analyses on ``rows`` and write the report files into ``output_dir``."""
-    output_dir.mkdir(parents=True, exist_ok=True)
+    """Run the three analyses on ``rows`` and write the report files into ``output_dir`` (a
+    Hadoop URI or a path: see ``storage``)."""
+    session = rows.sparkSession
     with step("forecast"):
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
     with step("cluster replay of the limits"):
@@ -105,16 +106,16 @@ def write_report(
         series = usage_series(rows, at, forecast_params.lookback_hours, plotted)
 
     files = ReportFiles(
-        html=output_dir / REPORT_FILE,
-        forecast_csv=output_dir / "forecast.csv",
-        thresholds_csv=output_dir / "thresholds.csv",
-        balance_csv=output_dir / "balance.csv",
-        summary_json=output_dir / "summary.json",
+        html=storage.join(output_dir, REPORT_FILE),
+        forecast_csv=storage.join(output_dir, "forecast.csv"),
+        thresholds_csv=storage.join(output_dir, "thresholds.csv"),
+        balance_csv=storage.join(output_dir, "balance.csv"),
+        summary_json=storage.join(output_dir, "summary.json"),
     )
     with step("plots and files"):
-        forecast.to_csv(files.forecast_csv, index=False)
-        tradeoffs.to_csv(files.thresholds_csv, index=False)
-        skew.to_csv(files.balance_csv, index=False)
+        storage.write_text(session, files.forecast_csv, forecast.to_csv(index=False))
+        storage.write_text(session, files.thresholds_csv, tradeoffs.to_csv(index=False))
+        storage.write_text(session, files.balance_csv, skew.to_csv(index=False))
         summary = _summary(
             at,
             advice=advice,
@@ -124,8 +125,12 @@ def write_report(
             forecast_params=forecast_params,
             tuning=tuning,
         )
-        files.summary_json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        files.html.write_text(
+        storage.write_text(
+            session, files.summary_json, json.dumps(summary, indent=2, default=str) + "\n"
+        )
+        storage.write_text(
+            session,
+            files.html,
             _html(
                 at,
                 forecast=forecast,
@@ -137,7 +142,6 @@ def write_report(
                 forecast_params=forecast_params,
                 tuning=tuning,
             ),
-            encoding="utf-8",
         )
     return files
 

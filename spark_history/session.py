@@ -28,13 +28,24 @@ DEFAULT_MASTER = "local[*]"
 APP_NAME = "volume-quota-history"
 
 SESSION_DEFAULTS: Mapping[str, str] = {
-    # Dates (the dataset's partitions) and hour buckets are UTC whatever the host's zone.
-    "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # The analyses shuffle one row per volume-hour: a few partitions per core is plenty.
+}
+"""Defaults: applied only where neither ``--conf`` nor spark-submit (``--conf``,
+``spark-defaults.conf``) set the key."""
+
+LOCAL_DEFAULTS: Mapping[str, str] = {
+    # The analyses shuffle one row per volume-hour: a few partitions per core is plenty on a
+    # laptop; on a cluster Spark's own default (or the operator's) applies.
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "4g",
+}
+"""Further defaults for local mode started by the command itself (not under spark-submit)."""
+
+REQUIRED: Mapping[str, str] = {
+    # Dates (the dataset's partitions) and hour buckets are UTC whatever the host's zone: the
+    # analyses are wrong otherwise, so this one is not a default.
+    "spark.sql.session.timeZone": "UTC",
 }
 
 
@@ -65,18 +76,35 @@ def _quiet_log_config() -> Path:
 
 
 def build_session(settings: SessionSettings) -> SparkSession:
-    """A SparkSession with our defaults, overridden by ``settings.conf``."""
+    """A SparkSession: ``settings.conf`` wins, then what spark-submit or the cluster's
+    ``spark-defaults.conf`` set, then our defaults."""
+    from pyspark import SparkConf, SparkContext  # noqa: PLC0415 - keeps the module light
+
     builder = SparkSession.builder.appName(APP_NAME)
-    merged = {**SESSION_DEFAULTS, **settings.conf}
+    if under_spark_submit():
+        # Connect to spark-submit's JVM now: SparkConf() then holds every --conf it was given
+        # (without a JVM it is empty, and nothing was submitted).
+        SparkContext._ensure_initialized()
+    submitted = SparkConf()
+    defaults = dict(SESSION_DEFAULTS)
+    local = bool(settings.master and settings.master.startswith("local"))
+    if local and not under_spark_submit():
+        defaults.update(LOCAL_DEFAULTS)
+    merged = {
+        **{key: value for key, value in defaults.items() if not submitted.contains(key)},
+        **settings.conf,
+        **REQUIRED,
+    }
     if settings.master:
         builder = builder.master(settings.master)
-        if settings.master.startswith("local"):
+        if local:
             # Local mode talks to itself only: keep the driver on the loopback interface.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            merged.setdefault(
-                "spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}",
-            )
+            if not submitted.contains("spark.driver.extraJavaOptions"):
+                merged.setdefault(
+                    "spark.driver.extraJavaOptions",
+                    f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}",
+                )
     if settings.jars:
         extra = [str(path) for path in settings.jars]
         existing = merged.get("spark.jars")
@@ -86,6 +114,36 @@ def build_session(settings: SessionSettings) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def describe_session(session: SparkSession) -> str:
+    """The settings that decide where and how the job runs, for the progress log."""
+    context = session.sparkContext
+    conf = context.getConf()
+    keys = ("spark.submit.deployMode", "spark.sql.shuffle.partitions", "spark.executor.memory")
+    settings = ", ".join(
+        f"{key}={session.conf.get(key, None) or conf.get(key, 'default')}" for key in keys
+    )
+    return f"spark {context.version} master={context.master} {settings}"
+
+
+def _spark_history_file(_: object) -> str:
+    import spark_history  # noqa: PLC0415 - imported on the executor, which is the point
+
+    return str(spark_history.__file__)
+
+
+def executor_code_origin(session: SparkSession) -> str:
+    """Where an executor imports ``spark_history`` from (the ``--py-files`` zip, or an
+    install): one tiny task, run once per job off local mode, so a version mismatch between
+    the submitted code and the executors' shows in the log."""
+    origin: str = session.sparkContext.parallelize([0], 1).map(_spark_history_file).first()
+    return origin
 
 
 class StageProgress:

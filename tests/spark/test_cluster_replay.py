@@ -143,7 +143,7 @@ def test_replay_matches_cluster_state_instant_by_instant(
     snapshots = _snapshots()
     source = tmp_path / "snapshots.jsonl"
     source.write_bytes(b"".join(snapshot.to_json_bytes() + b"\n" for snapshot in snapshots))
-    rows = load_history(spark, source)
+    rows = load_history(spark, source.as_uri())
     end = START + timedelta(minutes=MINUTES)
     buckets = broker_buckets(rows, end, None, None)
     samples = to_samples(buckets, {3: START.timestamp() + RETIRED_AT * 60})

@@ -29,20 +29,21 @@ def test_reingest_adds_nothing_and_new_files_are_picked_up(
     first_rows = _write_history(inbox / "one.jsonl", seed=1)
     with (inbox / "one.jsonl").open("a") as stream:
         stream.write('{"not json\n\n{"schemaVersion": 2, "brokerId": 1}\n')
-    checkpoint, dataset = tmp_path / "checkpoint", tmp_path / "dataset"
+    # Hadoop URIs, as a user on a cluster passes them.
+    checkpoint, dataset = (tmp_path / "checkpoint").as_uri(), (tmp_path / "dataset").as_uri()
 
-    first = run_ingest(spark, JsonlSource(inbox), checkpoint, dataset)
+    first = run_ingest(spark, JsonlSource(inbox.as_uri()), checkpoint, dataset)
     assert first.rows == first_rows
     assert first.skipped["malformed_json"] == 1
     assert first.skipped["unsupported_version"] == 1
     assert spark.read.parquet(str(dataset)).count() == first_rows
 
-    again = run_ingest(spark, JsonlSource(inbox), checkpoint, dataset)
+    again = run_ingest(spark, JsonlSource(inbox.as_uri()), checkpoint, dataset)
     assert again.rows == 0
     assert spark.read.parquet(str(dataset)).count() == first_rows
 
     second_rows = _write_history(inbox / "two.jsonl", seed=2)
-    later = run_ingest(spark, JsonlSource(inbox), checkpoint, dataset)
+    later = run_ingest(spark, JsonlSource(inbox.as_uri()), checkpoint, dataset)
     assert later.rows == second_rows
     stored = spark.read.parquet(str(dataset))
     assert stored.count() == first_rows + second_rows
@@ -70,7 +71,11 @@ def test_reingest_adds_nothing_and_new_files_are_picked_up(
 def test_a_single_file_can_be_ingested(spark: SparkSession, tmp_path: Path) -> None:
     rows = _write_history(tmp_path / "in" / "only.jsonl", seed=3)
     _write_history(tmp_path / "in" / "other.jsonl", seed=4)
+    # Plain paths work too (Hadoop resolves them on the default filesystem).
     counts = run_ingest(
-        spark, JsonlSource(tmp_path / "in" / "only.jsonl"), tmp_path / "ck", tmp_path / "out"
+        spark,
+        JsonlSource(str(tmp_path / "in" / "only.jsonl")),
+        str(tmp_path / "ck"),
+        str(tmp_path / "out"),
     )
     assert counts.rows == rows
