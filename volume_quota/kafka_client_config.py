@@ -45,7 +45,7 @@ def _connection_config(connection: KafkaConnection, client_id: str) -> dict[str,
 
 
 def producer_config(
-    connection: KafkaConnection, broker_id: int, delivery_timeout_seconds: float
+    connection: KafkaConnection, broker_id: int | str, delivery_timeout_seconds: float
 ) -> dict[str, Any]:
     timeout_ms = max(1, seconds_to_milliseconds(delivery_timeout_seconds))
     return {
@@ -59,7 +59,7 @@ def producer_config(
     }
 
 
-def admin_config(connection: KafkaConnection, broker_id: int) -> dict[str, Any]:
+def admin_config(connection: KafkaConnection, broker_id: int | str) -> dict[str, Any]:
     return _connection_config(connection, f"volume-quota-admin-{broker_id}")
 
 
@@ -72,3 +72,21 @@ def consumer_config(
         **_connection_config(connection, f"volume-quota-consumer{suffix}"),
         "group.id": group,
     }
+
+
+def kafka_python_admin_config(connection: KafkaConnection, client_id: str) -> dict[str, Any]:
+    """kafka-python ``KafkaAdminClient`` settings for the same connection (DescribeLogDirs,
+    which librdkafka does not offer)."""
+    config: dict[str, Any] = {
+        "bootstrap_servers": connection.bootstrap_servers.split(","),
+        "client_id": client_id,
+        "security_protocol": "SSL",
+        "ssl_cafile": str(connection.ca_file),
+        "ssl_certfile": str(connection.certificate_file),
+        "ssl_keyfile": str(connection.key_file),
+        "ssl_check_hostname": connection.verify_hostname,
+        "request_timeout_ms": 10000,
+    }
+    if connection.key_password is not None:
+        config["ssl_password"] = connection.key_password
+    return config

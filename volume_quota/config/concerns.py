@@ -163,6 +163,17 @@ class PublishingSettings(SettingsBase):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
 
+    source: Literal["volumes", "admin"] = Field(
+        "volumes",
+        **help_text(
+            "volumes: measure this broker's log dirs on this host (a sidecar); admin: measure "
+            "every live broker through the Admin API (DescribeLogDirs), one process per cluster",
+            "volumes|admin",
+        ),
+    )
+    survey_interval: Seconds = Field(
+        5.0, **help_text("with --source admin: ask every broker this often", "DURATION")
+    )
     log_dirs: Annotated[list[Path], NoDecode, BeforeValidator(_comma_separated)] = Field(
         default_factory=list,
         **help_text("Kafka log dirs to measure (added to those of --server-properties)", "DIR,..."),

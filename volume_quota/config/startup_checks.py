@@ -32,7 +32,7 @@ def check_at_start(settings: BaseSettings) -> None:
 
 def startup_problems(settings: BaseSettings) -> list[str]:
     problems: list[str] = []
-    if isinstance(settings, PublishSettings):
+    if isinstance(settings, PublishSettings) and settings.source == "volumes":
         problems.extend(_log_dir_problems(settings))
     if isinstance(settings, DecideSettings) and settings.decision_file is not None:
         problems.extend(_decision_file_problems(settings.decision_file))

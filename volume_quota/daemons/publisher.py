@@ -21,7 +21,14 @@ from prometheus_client import CollectorRegistry
 from consumer.clock import Clock, SystemClock
 from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
 from publisher.kafka_sink import KafkaSnapshotSink
-from publisher.publication_loop import LoopSettings, PublicationLoop, SinkFactory, measuring
+from publisher.log_dir_survey import LogDirAdmin, LogDirSurvey
+from publisher.publication_loop import (
+    LoopSettings,
+    Measure,
+    PublicationLoop,
+    SinkFactory,
+    measuring,
+)
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_requirements import TopicRequirements
@@ -35,13 +42,20 @@ from volume_quota.config import PublishSettings, describe_setting
 from volume_quota.config.concerns import HttpSettings
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer, HealthCheck
-from volume_quota.kafka_client_config import admin_config, producer_config
+from volume_quota.kafka_client_config import (
+    KafkaConnection,
+    admin_config,
+    kafka_python_admin_config,
+    producer_config,
+)
 from volume_quota.limit_parsing import format_limit
 from volume_quota.logging_setup import get_logger, with_client_logger
 
 log = get_logger("volume_quota.publisher")
 
 LIVENESS_GRACE_SECONDS = 30.0
+AGENT_CLIENT = "cluster"
+"""The client-id suffix of a cluster-level publisher (it speaks for no single broker)."""
 
 
 def discover_configured_volumes(settings: PublishSettings) -> list[Volume]:
@@ -62,19 +76,32 @@ class PublisherDaemon:
     ) -> None:
         self._settings = settings
         self._clock = clock or SystemClock()
-        self.broker_id = settings.required_broker_id()
-        self.volumes = discover_configured_volumes(settings)
         connection = settings.required_kafka_connection()
+        self.broker_id: int | None = None
+        self.volumes: list[Volume] = []
+        self._survey: LogDirSurvey | None = None
+        if settings.source == "admin":
+            self._survey = LogDirSurvey(
+                lambda: _kafka_python_admin(connection), settings.volume_limits
+            )
+            self._measure: Measure = self._survey.measure
+            self._interval = settings.survey_interval
+        else:
+            self.broker_id = settings.required_broker_id()
+            self.volumes = discover_configured_volumes(settings)
+            self._measure = measuring(self.broker_id, self.volumes, measure_volumes)
+            self._interval = settings.sample_interval
+        client = AGENT_CLIENT if self.broker_id is None else self.broker_id
         self._requirements: TopicRequirements = settings.topic_requirements()
         self.metrics = PublisherMetrics()
         self._topic_guard = TopicGuard(
-            lambda: new_admin_client(with_client_logger(admin_config(connection, self.broker_id))),
+            lambda: new_admin_client(with_client_logger(admin_config(connection, client))),
             self._requirements,
             create=settings.create_topic,
             timeout_seconds=min(10.0, settings.delivery_timeout),
         )
         producer_settings = with_client_logger(
-            producer_config(connection, self.broker_id, settings.delivery_timeout)
+            producer_config(connection, client, settings.delivery_timeout)
         )
         self._sink_factory: SinkFactory = sink_factory or (
             lambda on_client_issue: KafkaSnapshotSink(
@@ -83,7 +110,7 @@ class PublisherDaemon:
         )
         self._loop: PublicationLoop | None = None
         self._health_limits = HealthLimits(
-            liveness_max_age_seconds=max(LIVENESS_GRACE_SECONDS, 10 * settings.sample_interval),
+            liveness_max_age_seconds=max(LIVENESS_GRACE_SECONDS, 10 * self._interval),
             readiness_max_age_seconds=settings.readiness_max_age,
         )
         self._server = (
@@ -124,6 +151,7 @@ class PublisherDaemon:
             self._loop = loop
             log.info(
                 "publisher started",
+                source=settings.source,
                 broker_id=self.broker_id,
                 volumes=[
                     {
@@ -145,6 +173,8 @@ class PublisherDaemon:
             return 0
         finally:
             self._topic_guard.stop()
+            if self._survey is not None:
+                self._survey.close()
             if loop is not None:
                 pending = loop.flush(settings.shutdown_timeout)
                 log.info("publisher stopped", undelivered_messages=pending)
@@ -166,12 +196,12 @@ class PublisherDaemon:
                 heartbeat_interval_seconds=settings.heartbeat_interval,
                 change_threshold_percent=settings.change_threshold_percent,
             ),
-            sample_interval_seconds=settings.sample_interval,
+            sample_interval_seconds=self._interval,
             delivery_timeout_seconds=settings.delivery_timeout,
         )
         return PublicationLoop(
             loop_settings,
-            measure=measuring(self.broker_id, self.volumes, measure_volumes),
+            measure=self._measure,
             sink_factory=self._sink_factory,
             clock=self._clock,
             metrics=self.metrics,
@@ -216,6 +246,15 @@ def serve_endpoints(
             f"{describe_setting('metrics_port')}: cannot listen on "
             f"{settings.metrics_host}:{settings.metrics_port}: {error.strerror or error}"
         ) from None
+
+
+def _kafka_python_admin(connection: KafkaConnection) -> LogDirAdmin:
+    # Imported here: kafka-python loads its protocol tables when imported, which only the
+    # cluster-level publisher needs, not every `volume-quota` command.
+    from kafka.admin import KafkaAdminClient  # noqa: PLC0415
+
+    admin: LogDirAdmin = KafkaAdminClient(**kafka_python_admin_config(connection, AGENT_CLIENT))
+    return admin
 
 
 @contextmanager
