@@ -34,7 +34,7 @@ from schemas.snapshot import (
     VolumeSnapshot,
     VolumeUsage,
 )
-from schemas.wire_types import is_rfc3339_text
+from schemas.wire_types import instant_in_range, is_rfc3339_text
 
 WireLimit = ConsumedSpaceLimit | MinFreeBytesLimit | MinFreePercentageLimit
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -117,9 +117,12 @@ def _instant(value: object) -> datetime:
     if not is_rfc3339_text(value):
         raise FieldError("snapshotAt", "must be an RFC 3339 date-time string with an offset")
     try:
-        return datetime.fromisoformat(value)  # type: ignore[arg-type]  # a str: checked above
+        moment = datetime.fromisoformat(value)  # type: ignore[arg-type]  # a str: checked above
     except ValueError:
         raise FieldError("snapshotAt", "is not a date and time of the calendar") from None
+    if not instant_in_range(moment):
+        raise FieldError("snapshotAt", "must be an instant in the years 1970-2999 (UTC)")
+    return moment
 
 
 def _limit(value: object, location: str, depth: int) -> WireLimit:
@@ -158,45 +161,50 @@ def _new_limit(kind: str, level: int | float) -> WireLimit:
 def _volumes(value: object) -> list[VolumeUsage]:
     if type(value) is not list or len(value) > MAX_VOLUMES_PER_BROKER:
         raise FieldError("volumes", f"must be an array of at most {MAX_VOLUMES_PER_BROKER}")
-    volumes = []
-    # The common shape (name, path, capacity, consumed) in the loop; anything else in _volume.
+    volumes: list[VolumeUsage] = []
+    names: set[str] = set()
+    # Names bound locally: this loop runs once per volume of every snapshot.
+    append, add_name, new, set_attribute = volumes.append, names.add, _new_volume, _set_attribute
+    fields_set, model, max_name, max_bytes = _WITH_PATH, VolumeUsage, MAX_NAME_LENGTH, MAX_BYTES
+    # The common shape (name, path, capacity, consumed) here; anything else in _volume.
     for index, item in enumerate(value):
-        if type(item) is not dict or len(item) != 4:
-            volumes.append(_volume(item, index))
-            continue
-        name = item.get("volumeName")
-        path = item.get("path")
-        capacity = item.get("capacity")
-        consumed = item.get("consumed")
-        if (
-            type(name) is not str
-            or type(path) is not str
-            or type(capacity) is not int
-            or type(consumed) is not int
-            or not 0 < len(name) <= MAX_NAME_LENGTH
-            or len(path) > MAX_NAME_LENGTH
-            or not 0 <= consumed <= capacity <= MAX_BYTES
-        ):
-            volumes.append(_volume(item, index))
-            continue
-        instance = _new_volume(VolumeUsage)
-        _set_attribute(
-            instance,
-            "__dict__",
-            {
-                "volume_name": name,
-                "path": path,
-                "capacity": capacity,
-                "consumed": consumed,
-                "soft_limit": None,
-                "hard_limit": None,
-            },
-        )
-        _set_attribute(instance, "__pydantic_fields_set__", _WITH_PATH)
-        _set_attribute(instance, "__pydantic_extra__", None)
-        _set_attribute(instance, "__pydantic_private__", None)
-        volumes.append(instance)
-    if len({volume.volume_name for volume in volumes}) != len(volumes):
+        if type(item) is dict and len(item) == 4:
+            name = item.get("volumeName")
+            path = item.get("path")
+            capacity = item.get("capacity")
+            consumed = item.get("consumed")
+            if (
+                type(name) is str
+                and type(path) is str
+                and type(capacity) is int
+                and type(consumed) is int
+                and 0 < len(name) <= max_name
+                and len(path) <= max_name
+                and 0 <= consumed <= capacity <= max_bytes
+            ):
+                instance = new(model)
+                set_attribute(
+                    instance,
+                    "__dict__",
+                    {
+                        "volume_name": name,
+                        "path": path,
+                        "capacity": capacity,
+                        "consumed": consumed,
+                        "soft_limit": None,
+                        "hard_limit": None,
+                    },
+                )
+                set_attribute(instance, "__pydantic_fields_set__", fields_set)
+                set_attribute(instance, "__pydantic_extra__", None)
+                set_attribute(instance, "__pydantic_private__", None)
+                append(instance)
+                add_name(name)
+                continue
+        volume = _volume(item, index)
+        append(volume)
+        add_name(volume.volume_name)
+    if len(names) != len(volumes):
         raise FieldError("volumes", "volumeName values must be unique within a snapshot")
     return volumes
 

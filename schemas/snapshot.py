@@ -105,10 +105,12 @@ class VolumeUsage(WireModel):
 
 SNAPSHOT_SCHEMA_COMMENT = (
     "Integers are JSON integer literals: 1000.0 and 1e3 are refused where an integer is required, "
-    "though JSON Schema 2020-12 counts them as integers. Two rules JSON Schema cannot state: "
-    "every volume's consumed is at most its capacity, and volumeName values are unique within a "
-    "snapshot. The JSON text must be UTF-8 without a byte order mark, without NaN or Infinity, "
-    "without duplicate member names, and nested at most 32 levels deep."
+    "though JSON Schema 2020-12 counts them as integers. Three rules JSON Schema cannot state: "
+    "every volume's consumed is at most its capacity, volumeName values are unique within a "
+    "snapshot, and the instant of snapshotAt, in UTC, is in the years 1970-2999 like its text. "
+    "The JSON text must be UTF-8 without a byte order mark, without NaN or Infinity, without "
+    "duplicate member names, with no integer literal over 4300 characters, and nested at most 32 "
+    "levels deep."
 )
 
 

@@ -2,7 +2,7 @@
 
 A verdict on a message value from the contract's other statement: the JSON text rules read with
 the standard library's parser (not jiter), then ``schemas/volume-snapshot.schema.json`` with
-``jsonschema``, then the two rules the schema's ``$comment`` states because JSON Schema cannot.
+``jsonschema``, then the three rules the schema's ``$comment`` states because JSON Schema cannot.
 Two adjustments make the validator read the schema as the contract means it, and both are
 stated in the schema file: ``integer`` is a JSON integer literal (JSON Schema 2020-12 counts
 ``1000.0`` as an integer), and ``date-time`` is checked (a format is only an annotation unless
@@ -12,7 +12,7 @@ a checker is given; this one is independent of optional packages).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,12 @@ def strict_document(value: bytes) -> Any:
 
 
 def _breaks_unstated_rules(document: dict[str, Any]) -> bool:
+    """The three rules of the schema's ``$comment``."""
     volumes = document["volumes"]
     names = [volume["volumeName"] for volume in volumes]
     over = any(volume["consumed"] > volume["capacity"] for volume in volumes)
-    return over or len(set(names)) != len(names)
+    year = datetime.fromisoformat(document["snapshotAt"]).astimezone(UTC).year
+    return over or len(set(names)) != len(names) or not 1970 <= year <= 2999
 
 
 def schema_verdict(value: bytes) -> str:

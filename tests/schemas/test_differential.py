@@ -11,7 +11,6 @@ validation function callable without Spark (see docs/decision-rule.md).
 from __future__ import annotations
 
 import json
-from datetime import UTC
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -86,10 +85,7 @@ def test_generated_valid_snapshots_are_accepted_alike(
     assert _all_agree(value) == ACCEPT
     decoded = decode_snapshot(value)
     assert isinstance(decoded, VolumeSnapshot)
-    # What a consumer re-publishes (UTC, milliseconds) decodes to itself, unless the offset moved
-    # the UTC date out of the written range of years (1970-01-01T00:00:00+01:00 is 1969 in UTC).
-    if not 1970 <= decoded.snapshot_at.astimezone(UTC).year <= 2999:
-        return
+    # What a consumer re-publishes (UTC, milliseconds) decodes to itself.
     again = decode_snapshot(decoded.to_json_bytes())
     assert isinstance(again, VolumeSnapshot)
     assert again.to_json_bytes() == decoded.to_json_bytes()
