@@ -73,6 +73,7 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     from spark_history.forecast import forecast_volumes
     from spark_history.forecast_frame import FORECAST_COLUMNS
     from spark_history.history_input import load_history, load_tombstones
+    from spark_history.prometheus import textfile
     from spark_history.session import step
 
     at = _evaluation_time(arguments.at)
@@ -94,6 +95,10 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     )
     csv_text = table[list(FORECAST_COLUMNS)].to_csv(index=False)
     _spark_call(lambda: storage.write_text(session, arguments.output, csv_text))
+    if arguments.prometheus_textfile:
+        metrics = textfile(table, at.timestamp())
+        # node_exporter may read the file while it is written: write beside it, then rename.
+        _spark_call(lambda: storage.replace_text(session, arguments.prometheus_textfile, metrics))
     print(f"wrote {arguments.output}: {describe_forecast(table, arguments.horizon_days)}")
     return 0
 

@@ -138,37 +138,7 @@ def _add_ingest(
         metavar="URI",
         help="the Parquet dataset to append to",
     )
-    kafka = parser.add_argument_group("Kafka (--source kafka)")
-    kafka.add_argument("--bootstrap", metavar="HOST:PORT,...")
-    kafka.add_argument("--topic", metavar="NAME", help="the snapshot topic")
-    kafka.add_argument("--ssl-ca", type=Path, metavar="PEM", help="CA bundle for the brokers")
-    kafka.add_argument("--ssl-cert", type=Path, metavar="PEM", help="client certificate")
-    kafka.add_argument("--ssl-key", type=Path, metavar="PEM", help="client private key")
-    kafka.add_argument("--ssl-key-password", metavar="SECRET")
-    kafka.add_argument(
-        "--ssl-keystore",
-        type=Path,
-        metavar="FILE",
-        help="JKS or PKCS12 keystore instead of --ssl-cert/--ssl-key",
-    )
-    kafka.add_argument("--ssl-keystore-password", metavar="SECRET")
-    kafka.add_argument(
-        "--ssl-truststore",
-        type=Path,
-        metavar="FILE",
-        help="JKS or PKCS12 truststore instead of --ssl-ca",
-    )
-    kafka.add_argument("--ssl-truststore-password", metavar="SECRET")
-    kafka.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        type=_key_value,
-        metavar="KEY=VALUE",
-        help="passed to Spark's Kafka source as is, e.g. "
-        "kafka.ssl.endpoint.identification.algorithm= or "
-        "maxOffsetsPerTrigger=100000; repeatable",
-    )
+    _kafka_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_ingest)
 
@@ -192,6 +162,12 @@ def _add_forecast(
         metavar="URI",
         help="the CSV file to write (e.g. "
         "file:///srv/f.csv, hdfs:///reports/f.csv, s3a://bucket/f.csv, or a path)",
+    )
+    parser.add_argument(
+        "--prometheus-textfile",
+        metavar="URI",
+        help="also write hours to full as Prometheus metrics (node_exporter textfile "
+        "format), e.g. /var/lib/node_exporter/textfile/volume_quota.prom",
     )
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_forecast)
@@ -231,6 +207,53 @@ def _add_report(
         metavar="HOURS",
         help="warning wanted between the soft and the hard limit (default: %(default)g)",
     )
+    _replay_options(parser)
+    parser.add_argument(
+        "--max-plotted",
+        type=int,
+        default=12,
+        metavar="N",
+        help="plot the N volumes closest to full (default: %(default)s)",
+    )
+    _spark_options(parser, default_master)
+    parser.set_defaults(run=run_report)
+
+
+def _kafka_options(parser: argparse.ArgumentParser) -> None:
+    kafka = parser.add_argument_group("Kafka (--source kafka)")
+    kafka.add_argument("--bootstrap", metavar="HOST:PORT,...")
+    kafka.add_argument("--topic", metavar="NAME", help="the snapshot topic")
+    kafka.add_argument("--ssl-ca", type=Path, metavar="PEM", help="CA bundle for the brokers")
+    kafka.add_argument("--ssl-cert", type=Path, metavar="PEM", help="client certificate")
+    kafka.add_argument("--ssl-key", type=Path, metavar="PEM", help="client private key")
+    kafka.add_argument("--ssl-key-password", metavar="SECRET")
+    kafka.add_argument(
+        "--ssl-keystore",
+        type=Path,
+        metavar="FILE",
+        help="JKS or PKCS12 keystore instead of --ssl-cert/--ssl-key",
+    )
+    kafka.add_argument("--ssl-keystore-password", metavar="SECRET")
+    kafka.add_argument(
+        "--ssl-truststore",
+        type=Path,
+        metavar="FILE",
+        help="JKS or PKCS12 truststore instead of --ssl-ca",
+    )
+    kafka.add_argument("--ssl-truststore-password", metavar="SECRET")
+    kafka.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="passed to Spark's Kafka source as is, e.g. "
+        "kafka.ssl.endpoint.identification.algorithm= or "
+        "maxOffsetsPerTrigger=100000; repeatable",
+    )
+
+
+def _replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replay-days",
         type=positive_number,
@@ -252,15 +275,6 @@ def _add_report(
         default="PAUSE",
         help="the consumer's action for unknown live brokers, in the replay (default: %(default)s)",
     )
-    parser.add_argument(
-        "--max-plotted",
-        type=int,
-        default=12,
-        metavar="N",
-        help="plot the N volumes closest to full (default: %(default)s)",
-    )
-    _spark_options(parser, default_master)
-    parser.set_defaults(run=run_report)
 
 
 def _key_value(text: str) -> tuple[str, str]:

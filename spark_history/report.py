@@ -2,38 +2,38 @@
 
 Why one file with embedded PNGs: operators mail it, attach it to a ticket or open it from an
 artifact store, where relative links to images break. The CSV/JSON files beside it
-(forecast.csv, thresholds.csv, balance.csv, summary.json) are the same numbers for machines.
+(forecast.csv, thresholds.csv, incidents.csv, data_quality.csv, balance.csv, summary.json)
+are the same numbers for machines, and hours_to_full.prom the forecast for Prometheus.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from schemas.wire_types import format_instant
 from spark_history import storage
 from spark_history.advice import advice_text, limits_in_force
 from spark_history.balance import balance
+from spark_history.data_quality import broker_quality, quality_sentence
 from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast import forecast_volumes
-from spark_history.report_plots import (
-    balance_png,
-    days_to_full_png,
-    tradeoff_png,
-    usage_forecast_png,
-)
+from spark_history.incidents import incidents
+from spark_history.prometheus import textfile
+from spark_history.report_html import ReportData, render
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, TuningParams, threshold_tradeoffs
 
 REPORT_FILE = "report.html"
+PROMETHEUS_FILE = "hours_to_full.prom"
+MIN_COMPACTION_LAG_HOURS = 24.0
+"""The publisher's default ``min.compaction.lag.ms`` (24 h), for the ingest-lag warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,21 +90,49 @@ def write_report(
     max_plotted: int = 12,
     tombstones: DataFrame | None = None,
 ) -> ReportFiles:
-    """Run the three analyses on ``rows`` and write the report files into ``output_dir`` (a
-    Hadoop URI or a path: see ``storage``)."""
-    session = rows.sparkSession
+    """Run the analyses on ``rows`` and write the report files into ``output_dir`` (a Hadoop
+    URI or a path: see ``storage``)."""
     with step("forecast"):
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
     with step("cluster replay of the limits"):
         replay = threshold_tradeoffs(rows, at, tuning, tombstones)
-        tradeoffs = replay.table
-        advice = advice_text(tradeoffs, limits_in_force(rows, at), tuning.lookback_hours / 24.0)
+        advice = advice_text(replay.table, limits_in_force(rows, at), tuning.lookback_hours / 24)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
         plotted = forecast.head(max_plotted)
         series = usage_series(rows, at, forecast_params.lookback_hours, plotted)
+    quality = broker_quality(
+        replay.buckets, forecast, at, tuning.policy.stale_after_seconds / 3600.0
+    )
+    summary = _summary(
+        at,
+        advice=advice,
+        forecast=forecast,
+        tradeoffs=replay.table,
+        skew=skew,
+        forecast_params=forecast_params,
+        tuning=tuning,
+    )
+    summary["dataQuality"] = quality_sentence(quality, MIN_COMPACTION_LAG_HOURS)
+    data = ReportData(
+        at=at,
+        forecast=forecast,
+        tradeoffs=replay.table,
+        incidents=incidents(replay.in_force, replay.buckets, tuning.bucket_seconds),
+        quality=quality,
+        skew=skew,
+        series=series,
+        plotted=plotted,
+        summary=summary,
+        forecast_params=forecast_params,
+        tuning=tuning,
+    )
+    with step("plots and files"):
+        return _write_files(rows.sparkSession, output_dir, data)
 
+
+def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> ReportFiles:
     files = ReportFiles(
         html=storage.join(output_dir, REPORT_FILE),
         forecast_csv=storage.join(output_dir, "forecast.csv"),
@@ -112,37 +140,18 @@ def write_report(
         balance_csv=storage.join(output_dir, "balance.csv"),
         summary_json=storage.join(output_dir, "summary.json"),
     )
-    with step("plots and files"):
-        storage.write_text(session, files.forecast_csv, forecast.to_csv(index=False))
-        storage.write_text(session, files.thresholds_csv, tradeoffs.to_csv(index=False))
-        storage.write_text(session, files.balance_csv, skew.to_csv(index=False))
-        summary = _summary(
-            at,
-            advice=advice,
-            forecast=forecast,
-            tradeoffs=tradeoffs,
-            skew=skew,
-            forecast_params=forecast_params,
-            tuning=tuning,
-        )
-        storage.write_text(
-            session, files.summary_json, json.dumps(summary, indent=2, default=str) + "\n"
-        )
-        storage.write_text(
-            session,
-            files.html,
-            _html(
-                at,
-                forecast=forecast,
-                tradeoffs=tradeoffs,
-                skew=skew,
-                series=series,
-                plotted=plotted,
-                summary=summary,
-                forecast_params=forecast_params,
-                tuning=tuning,
-            ),
-        )
+    texts = {
+        files.forecast_csv: data.forecast.to_csv(index=False),
+        files.thresholds_csv: data.tradeoffs.to_csv(index=False),
+        files.balance_csv: data.skew.to_csv(index=False),
+        storage.join(output_dir, "incidents.csv"): data.incidents.to_csv(index=False),
+        storage.join(output_dir, "data_quality.csv"): data.quality.to_csv(index=False),
+        storage.join(output_dir, PROMETHEUS_FILE): textfile(data.forecast, data.at.timestamp()),
+        files.summary_json: json.dumps(data.summary, indent=2, default=str) + "\n",
+        files.html: render(data),
+    }
+    for uri, text in texts.items():
+        storage.write_text(session, uri, text)
     return files
 
 
@@ -181,7 +190,8 @@ def _summary(
         "at": format_instant(at),
         "volumes": len(forecast),
         "brokers": int(forecast["brokerId"].nunique()) if len(forecast) else 0,
-        "volumesForecastToFill": len(filling),
+        "volumesForecastToFill": int((filling["trend"] != "full").sum()),
+        "volumesFull": int((forecast["trend"] == "full").sum()),
         "soonestToFill": soonest,
         "trends": {str(k): int(v) for k, v in forecast["trend"].value_counts().items()},
         "thresholdAdvice": advice,
@@ -207,94 +217,3 @@ def _summary(
 def _or_none(value: object) -> float | None:
     number = float(value)  # type: ignore[arg-type]
     return None if math.isnan(number) else number
-
-
-def _img(png: bytes | None, alt: str) -> str:
-    if png is None:
-        return f"<p class='empty'>No figure: {html.escape(alt)} has no data.</p>"
-    encoded = base64.b64encode(png).decode("ascii")
-    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
-
-
-def _table(frame: pd.DataFrame, columns: list[str], limit: int = 50) -> str:
-    if frame.empty:
-        return "<p class='empty'>Nothing to show.</p>"
-    shown = frame[columns].head(limit).copy()
-    for column in shown.columns:
-        if shown[column].dtype.kind == "f":
-            shown[column] = shown[column].map(lambda v: "" if math.isnan(v) else f"{v:,.1f}")
-    return shown.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
-
-
-def _html(
-    at: datetime,
-    *,
-    forecast: pd.DataFrame,
-    tradeoffs: pd.DataFrame,
-    skew: pd.DataFrame,
-    series: pd.DataFrame,
-    plotted: pd.DataFrame,
-    summary: dict[str, object],
-    forecast_params: ForecastParams,
-    tuning: TuningParams,
-) -> str:
-    usage_figures = []
-    for _, volume in plotted.iterrows():
-        mask = (
-            (series["brokerId"] == volume["brokerId"])
-            & (series["volumeName"] == volume["volumeName"])
-            if not series.empty
-            else None
-        )
-        points = series[mask] if mask is not None else series
-        if points.empty:
-            continue
-        row = volume.copy()
-        row["softPercent"] = points["softPercent"].iloc[-1]
-        row["hardPercent"] = points["hardPercent"].iloc[-1]
-        png = usage_forecast_png(points, row, forecast_params.horizon_hours)
-        usage_figures.append(_img(png, f"usage of {volume['volumeName']}"))
-    advice = str(summary["thresholdAdvice"])
-    forecast_columns = [
-        "brokerId",
-        "volumeName",
-        "usedPercent",
-        "trend",
-        "growthPercentPerDay",
-        "daysToFull",
-        "hoursToFull",
-        "hoursToFullLow",
-        "hoursToFullHigh",
-    ]
-    skewed = skew[skew["volumeSkewed"] | skew["brokerSkewed"]]
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>volume-quota history report {html.escape(format_instant(at))}</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; }}
-img {{ max-width: 100%; display: block; margin: 0.8em 0; }}
-table.data {{ border-collapse: collapse; font-size: 0.85em; }}
-table.data td, table.data th {{ padding: 2px 8px; border-bottom: 1px solid #ddd; }}
-.empty {{ color: #777; font-style: italic; }}
-</style></head><body>
-<h1>Volume history report at {html.escape(format_instant(at))}</h1>
-<p>{summary["volumes"]} volumes on {summary["brokers"]} brokers;
-{summary["volumesForecastToFill"]} forecast to fill within
-{forecast_params.horizon_hours / 24:g} days; {summary["skewedVolumes"]} skewed volumes.</p>
-<h2>Days until full</h2>
-{_img(days_to_full_png(forecast), "days until full")}
-{_table(forecast, forecast_columns)}
-<h2>Usage and forecast, worst {len(plotted)} volumes</h2>
-{"".join(usage_figures) or "<p class='empty'>No volumes.</p>"}
-<h2>Threshold trade-off</h2>
-<p id="threshold-advice">{html.escape(advice)} Minimum warning asked:
-{tuning.min_warning_hours:g} h. Hours are cluster-hours: an hour counts once, in the worst state
-the whole cluster was in (the consumer's rule), whatever the number of volumes.</p>
-{_img(tradeoff_png(tradeoffs, tuning.min_warning_hours), "threshold trade-off")}
-{_table(tradeoffs, list(tradeoffs.columns), limit=200)}
-<h2>Balance (JBOD skew)</h2>
-{_img(balance_png(skew), "balance")}
-{_table(skewed, list(skewed.columns))}
-</body></html>
-"""

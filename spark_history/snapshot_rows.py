@@ -187,15 +187,8 @@ def rejection_metrics() -> list[Column]:
     return metrics
 
 
-def volume_rows(classified: DataFrame) -> DataFrame:
-    """One row per volume of each valid message, with effective limits and their thresholds.
-
-    A tombstone with a valid key (a broker retired from the topic) becomes one *tombstone
-    row*: ``brokerId`` from the key, ``snapshotAt`` the message's timestamp (the
-    ``timestamp`` column, when the source has one), ``volumeName`` and every figure null.
-    Readers of the volumes drop these rows (:func:`only_volumes`); the forecast uses them to
-    stop forecasting a broker that left.
-    """
+def _explode_volumes(classified: DataFrame) -> DataFrame:
+    """One row per volume of a valid message, one null-volume row per keyed tombstone."""
     # Not ``where(rejection IS NULL)``: the optimizer would push that filter below the
     # projection and inline ``from_json`` into it once per field reference (dozens of parses
     # per message). Exploding a null array drops the row just the same, parsed once.
@@ -214,13 +207,25 @@ def volume_rows(classified: DataFrame) -> DataFrame:
         if "timestamp" in classified.columns
         else F.lit(None).cast("timestamp")
     )
-    exploded = classified.select(
+    return classified.select(
         F.coalesce(F.col("snapshot.brokerId"), key_text.cast("long")).cast("int").alias("brokerId"),
         F.coalesce(F.to_timestamp(F.col("snapshot.snapshotAt")), received).alias("snapshotAt"),
         F.col("snapshot.softLimit").alias("brokerSoft"),
         F.col("snapshot.hardLimit").alias("brokerHard"),
         F.explode(volumes).alias("volume"),
     )
+
+
+def volume_rows(classified: DataFrame) -> DataFrame:
+    """One row per volume of each valid message, with effective limits and their thresholds.
+
+    A tombstone with a valid key (a broker retired from the topic) becomes one *tombstone
+    row*: ``brokerId`` from the key, ``snapshotAt`` the message's timestamp (the
+    ``timestamp`` column, when the source has one), ``volumeName`` and every figure null.
+    Readers of the volumes drop these rows (:func:`only_volumes`); the forecast uses them to
+    stop forecasting a broker that left.
+    """
+    exploded = _explode_volumes(classified)
     soft = F.coalesce(F.col("volume.softLimit"), F.col("brokerSoft"))
     hard = F.coalesce(F.col("volume.hardLimit"), F.col("brokerHard"))
     capacity = F.col("volume.capacity")

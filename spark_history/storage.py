@@ -24,7 +24,10 @@ def _filesystem(session: SparkSession, uri: str) -> tuple[Any, Any]:
     context = session.sparkContext
     jvm: Any = context._jvm  # Hadoop's FileSystem is only reachable through py4j
     path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(context._jsc.hadoopConfiguration()), path
+    filesystem = path.getFileSystem(context._jsc.hadoopConfiguration())
+    # The local filesystem would add a hidden .crc file beside every file written.
+    filesystem.setWriteChecksum(False)
+    return filesystem, path
 
 
 def local_path(uri: str) -> Path | None:
@@ -84,6 +87,19 @@ def write_bytes(session: SparkSession, uri: str, data: bytes) -> None:
 
 def write_text(session: SparkSession, uri: str, text: str) -> None:
     write_bytes(session, uri, text.encode("utf-8"))
+
+
+def replace_text(session: SparkSession, uri: str, text: str) -> None:
+    """Write ``uri`` so that a reader sees the old file or the new one, never half of one:
+    a temporary file beside it, then a rename."""
+    temporary = f"{uri}.tmp"
+    write_text(session, temporary, text)
+    filesystem, path = _filesystem(session, uri)
+    _, staged = _filesystem(session, temporary)
+    if filesystem.exists(path):
+        filesystem.delete(path, False)
+    if not filesystem.rename(staged, path):
+        raise OSError(f"cannot rename {temporary} to {uri}")
 
 
 def qualified(session: SparkSession, uri: str) -> str:

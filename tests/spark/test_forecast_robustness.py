@@ -136,8 +136,18 @@ def test_forecast_command_survives_the_gap_and_writes_the_csv(
     source = tmp_path / "gap.jsonl"
     synthetic.write_jsonl(frame, source)
     output = tmp_path / "forecast.csv"
+    metrics = tmp_path / "textfile" / "volume_quota.prom"
     argv = ["forecast", "--input", str(source), "--at", AT.isoformat(), "--output", str(output)]
-    assert main([*argv, "--master", "local[2]"]) == 0
+    argv += ["--prometheus-textfile", metrics.as_uri(), "--master", "local[2]"]
+    assert main(argv) == 0
     table = pd.read_csv(output)
     assert list(table["trend"]) == ["growing", "growing"]
     assert table["hoursToFull"].to_numpy() == pytest.approx([832.0, 832.0], rel=0.02)
+    samples = [
+        line
+        for line in metrics.read_text().splitlines()
+        if line.startswith("volume_quota_history_hours_to_full{")
+    ]
+    assert len(samples) == 2
+    assert float(samples[0].rsplit(" ", 1)[1]) == pytest.approx(832.0, rel=0.02)
+    assert not (tmp_path / "textfile" / "volume_quota.prom.tmp").exists()

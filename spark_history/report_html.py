@@ -1,0 +1,152 @@
+"""The report page: one self-contained HTML file, images embedded as base64 PNGs.
+
+Sections, in the order a capacity planner reads them: the volumes full now or filling soonest,
+their usage plots, the threshold advice (limits in force beside the recommendation), the
+cluster's incidents under the limits in force, data quality, and balance.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from schemas.wire_types import format_instant
+from spark_history.envelope_forecast import ForecastParams
+from spark_history.report_plots import (
+    balance_png,
+    days_to_full_png,
+    tradeoff_png,
+    usage_forecast_png,
+)
+from spark_history.thresholds import TuningParams
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+img { max-width: 100%; display: block; margin: 0.8em 0; }
+table.data { border-collapse: collapse; font-size: 0.85em; }
+table.data td, table.data th { padding: 2px 8px; border-bottom: 1px solid #ddd; }
+.empty { color: #777; font-style: italic; }
+"""
+
+FORECAST_SHOWN = [
+    "brokerId",
+    "volumeName",
+    "usedPercent",
+    "trend",
+    "growthPercentPerDay",
+    "daysToFull",
+    "hoursToFull",
+    "hoursToFullLow",
+    "hoursToFullHigh",
+    "reason",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    at: datetime
+    forecast: pd.DataFrame
+    tradeoffs: pd.DataFrame
+    incidents: pd.DataFrame
+    quality: pd.DataFrame
+    skew: pd.DataFrame
+    series: pd.DataFrame
+    plotted: pd.DataFrame
+    summary: dict[str, object]
+    forecast_params: ForecastParams
+    tuning: TuningParams
+
+
+def img(png: bytes | None, alt: str) -> str:
+    if png is None:
+        return f"<p class='empty'>No figure: {html.escape(alt)} has no data.</p>"
+    encoded = base64.b64encode(png).decode("ascii")
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
+
+
+def table(frame: pd.DataFrame, columns: list[str], limit: int = 50) -> str:
+    if frame.empty:
+        return "<p class='empty'>Nothing to show.</p>"
+    shown = frame[[column for column in columns if column in frame.columns]].head(limit).copy()
+    for column in shown.columns:
+        if shown[column].dtype.kind == "f":
+            shown[column] = shown[column].map(lambda v: "" if math.isnan(v) else f"{v:,.1f}")
+    return shown.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
+
+
+def _usage_figures(data: ReportData) -> str:
+    figures = []
+    series = data.series
+    for _, volume in data.plotted.iterrows():
+        if series.empty:
+            break
+        mask = (series["brokerId"] == volume["brokerId"]) & (
+            series["volumeName"] == volume["volumeName"]
+        )
+        points = series[mask]
+        if points.empty or volume["trend"] in ("retired", "error"):
+            continue
+        row = volume.copy()
+        row["softPercent"] = points["softPercent"].iloc[-1]
+        row["hardPercent"] = points["hardPercent"].iloc[-1]
+        png = usage_forecast_png(points, row, data.forecast_params.horizon_hours)
+        figures.append(img(png, f"usage of {volume['volumeName']}"))
+    return "".join(figures) or "<p class='empty'>No volumes.</p>"
+
+
+def _threshold_section(data: ReportData) -> str:
+    advice = str(data.summary["thresholdAdvice"])
+    tuning = data.tuning
+    return f"""<h2>Threshold advice</h2>
+<p id="threshold-advice">{html.escape(advice)} Minimum warning asked:
+{tuning.min_warning_hours:g} h. Hours are cluster-hours: an hour counts once, in the worst state
+the whole cluster was in (the consumer's rule), whatever the number of volumes.</p>
+{img(tradeoff_png(data.tradeoffs, tuning.min_warning_hours), "threshold trade-off")}
+{table(data.tradeoffs, list(data.tradeoffs.columns), limit=200)}"""
+
+
+def _incident_section(data: ReportData) -> str:
+    count = len(data.incidents)
+    return f"""<h2 id="incidents">Incidents under the limits in force ({count})</h2>
+<p>Runs of hours in which the whole cluster was throttled or paused, newest first, with the
+broker whose volume set the cluster's factor for most of the run.</p>
+{table(data.incidents, list(data.incidents.columns), limit=100)}"""
+
+
+def _quality_section(data: ReportData) -> str:
+    return f"""<h2 id="data-quality">Data quality</h2>
+<p>{html.escape(str(data.summary["dataQuality"]))}</p>
+{table(data.quality, list(data.quality.columns), limit=200)}"""
+
+
+def render(data: ReportData) -> str:
+    at = html.escape(format_instant(data.at))
+    summary = data.summary
+    skewed = data.skew[data.skew["volumeSkewed"] | data.skew["brokerSkewed"]]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>volume-quota history report {at}</title>
+<style>{_STYLE}</style></head><body>
+<h1>Volume history report at {at}</h1>
+<p>{summary["volumes"]} volumes on {summary["brokers"]} brokers; {summary["volumesFull"]} full
+now; {summary["volumesForecastToFill"]} forecast to fill within
+{data.forecast_params.horizon_hours / 24:g} days; {summary["skewedVolumes"]} skewed volumes.</p>
+<h2>Days until full</h2>
+{img(days_to_full_png(data.forecast), "days until full")}
+{table(data.forecast, FORECAST_SHOWN)}
+<h2>Usage and forecast, worst {len(data.plotted)} volumes</h2>
+{_usage_figures(data)}
+{_threshold_section(data)}
+{_incident_section(data)}
+{_quality_section(data)}
+<h2>Balance (JBOD skew)</h2>
+{img(balance_png(data.skew), "balance")}
+{table(skewed, list(skewed.columns))}
+</body></html>
+"""
