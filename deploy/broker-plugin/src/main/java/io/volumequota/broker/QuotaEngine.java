@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Two daemon threads, each catching everything so that no error cancels its schedule:
  * <ul>
- *   <li>the reader ({@code volume-quota-reader-<n>}): file I/O and the JMX byte-rate sample;</li>
+ *   <li>the reader ({@code volume-quota-reader-<n>}): file I/O or the decisions-topic consumer
+ *       ({@link TopicDecisionSource}), and the JMX byte-rate sample;</li>
  *   <li>the ticker ({@code volume-quota-ticker-<n>}): validity against the clocks, the quota
  *       rules, publication and the reset flags. It never does I/O, so a read that hangs cannot
  *       keep an expired decision in force.</li>
@@ -114,6 +115,9 @@ final class QuotaEngine {
     private byte[] lastContent;
     private String lastReadProblem;
 
+    /** The topic source (decision.source=topic), used on the reader thread only; null for the file. */
+    private final TopicDecisionSource topicSource;
+
     private ScheduledExecutorService reader;
     private ScheduledExecutorService ticker;
     private volatile Thread tickerThread;
@@ -149,7 +153,17 @@ final class QuotaEngine {
     }
 
     QuotaEngine(VolumeQuotaConfig config, Clock wall, LongSupplier monoMs, ObservedRates observedRates) {
+        this(config, wall, monoMs, observedRates, KafkaDecisionLog.FACTORY);
+    }
+
+    QuotaEngine(VolumeQuotaConfig config, Clock wall, LongSupplier monoMs, ObservedRates observedRates,
+                DecisionLog.Factory decisionLogs) {
         this.config = config;
+        this.topicSource = config.decisionSource() == VolumeQuotaConfig.DecisionSource.TOPIC
+                ? new TopicDecisionSource(config, decisionLogs, monoMs, id) : null;
+        if (topicSource != null) {
+            loaded = new Loaded(null, "no decision read from topic " + config.decisionTopic() + " yet", 0);
+        }
         this.wall = wall;
         this.monoMs = monoMs;
         this.observedRates = observedRates;
@@ -164,7 +178,7 @@ final class QuotaEngine {
             QuotaEngine engine = SHARED.get(config);
             if (engine == null) {
                 engine = new QuotaEngine(config, Clock.systemUTC(), () -> System.nanoTime() / 1_000_000,
-                        new JmxObservedRates());
+                        new JmxObservedRates(), KafkaDecisionLog.FACTORY);
                 engine.start();
                 SHARED.put(config, engine);
                 LOG.info("volume-quota engine #{} started (shared by every callback of this process with the same"
@@ -188,9 +202,15 @@ final class QuotaEngine {
         close();
     }
 
-    /** Loads once (so a quota exists before the first request), then starts both threads. */
+    /**
+     * Loads once (so a quota exists before the first request), then starts both threads. The
+     * topic source is not read here: configure() runs on the broker's start-up thread before
+     * the broker serves, so the on-missing action applies until the reader's first decision.
+     */
     void start() {
-        readOnce();
+        if (topicSource == null) {
+            readOnce();
+        }
         tickOnce();
         reader = Executors.newSingleThreadScheduledExecutor(runnable -> daemon(runnable, "volume-quota-reader-" + id));
         ticker = Executors.newSingleThreadScheduledExecutor(runnable -> {
@@ -199,7 +219,8 @@ final class QuotaEngine {
             return thread;
         });
         long period = config.reloadIntervalMs();
-        reader.scheduleWithFixedDelay(() -> guarded("reader", this::readOnce), period, period, TimeUnit.MILLISECONDS);
+        reader.scheduleWithFixedDelay(() -> guarded("reader", this::readOnce), topicSource == null ? period : 0,
+                period, TimeUnit.MILLISECONDS);
         ticker.scheduleWithFixedDelay(() -> guarded("ticker", this::tickOnce), period, period, TimeUnit.MILLISECONDS);
     }
 
@@ -236,6 +257,11 @@ final class QuotaEngine {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            }
+        }
+        if (topicSource != null) {
+            synchronized (readLock) { // after the reader stopped: the consumer is single-threaded
+                topicSource.close();
             }
         }
     }
@@ -283,15 +309,64 @@ final class QuotaEngine {
 
     // ---------------------------------------------------------------- reader thread
 
-    /** Reads the decision file if it changed, then samples the broker's byte rates. */
+    /** Reads the decision file if it changed (or polls the decisions topic), then samples the broker's byte rates. */
     void readOnce() {
         synchronized (readLock) {
             if (closed) {
                 return;
             }
-            readFileIfChanged();
+            if (topicSource != null) {
+                readTopic();
+            } else {
+                readFileIfChanged();
+            }
         }
         sampleRates();
+    }
+
+    /** Longest a poll of the decisions topic holds the reader thread. */
+    private long topicPollMs() {
+        return Math.min(config.reloadIntervalMs(), 500);
+    }
+
+    private void readTopic() {
+        TopicDecisionSource.Outcome outcome = topicSource.step(topicPollMs());
+        if (outcome instanceof TopicDecisionSource.Outcome.Content content) {
+            accept(content.bytes(), "decision at offset " + content.offset() + " of " + config.decisionTopic());
+        } else if (outcome instanceof TopicDecisionSource.Outcome.Deleted deleted) {
+            forget("decision deleted from " + config.decisionTopic() + " (tombstone at offset " + deleted.offset()
+                    + ")", false);
+        } else if (outcome instanceof TopicDecisionSource.Outcome.Trouble trouble) {
+            String problem = trouble.problem();
+            if (!problem.equals(lastReadProblem)) {
+                lastReadProblem = problem;
+                if (trouble.error()) {
+                    reloadErrors.incrementAndGet();
+                }
+            }
+            // A decision already read stays in force until its validUntil; only say why there is none.
+            Loaded current = loaded;
+            if (current.decision() == null && !problem.equals(current.problem())) {
+                loaded = new Loaded(null, problem, monoMs.getAsLong());
+            }
+        }
+    }
+
+    /** New decision bytes from either source: parsed exactly alike. Unchanged bytes keep their first read time. */
+    private void accept(byte[] content, String where) {
+        if (Arrays.equals(content, lastContent)) {
+            return;
+        }
+        lastContent = content;
+        long now = monoMs.getAsLong();
+        try {
+            loaded = new Loaded(Decision.parse(content), null, now);
+            lastReadProblem = null;
+        } catch (Decision.InvalidDecisionException e) {
+            reloadErrors.incrementAndGet();
+            lastReadProblem = "garbled " + where + ": " + e.getMessage();
+            loaded = new Loaded(null, lastReadProblem, now);
+        }
     }
 
     private void readFileIfChanged() {
@@ -308,19 +383,7 @@ final class QuotaEngine {
             }
             byte[] content = Files.readAllBytes(path);
             lastStamp = stamp;
-            if (Arrays.equals(content, lastContent)) {
-                return;
-            }
-            lastContent = content;
-            long now = monoMs.getAsLong();
-            try {
-                loaded = new Loaded(Decision.parse(content), null, now);
-                lastReadProblem = null;
-            } catch (Decision.InvalidDecisionException e) {
-                reloadErrors.incrementAndGet();
-                lastReadProblem = "garbled decision file " + path + ": " + e.getMessage();
-                loaded = new Loaded(null, lastReadProblem, now);
-            }
+            accept(content, "decision file " + path);
         } catch (NoSuchFileException e) {
             forget("decision file not found: " + path, false);
         } catch (IOException e) {

@@ -21,9 +21,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Kafka broker quota callback that applies the volume-quota sidecar's cluster decision.
+ * Kafka broker quota callback that applies the volume-quota cluster decision.
  *
- * <p>The sidecar writes a decision file (OPEN / THROTTLE factor / PAUSE); a {@link QuotaEngine}
+ * <p>The decision (OPEN / THROTTLE factor / PAUSE) comes from a file written by the sidecar
+ * ({@code volume.quota.decision.source=file}, the default) or from the compacted decisions topic
+ * written by the cluster agent ({@code topic}, no sidecar); a {@link QuotaEngine}
  * (one per process, shared by the broker and controller callbacks of a combined node) re-reads
  * it and turns it into a PRODUCE quota (bytes per second) per principal, each principal with
  * its own quota on each broker, like Kafka's per-user quotas. Excluded principals and FETCH,
@@ -50,6 +52,7 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
     private final Clock testWall;
     private final LongSupplier testMono;
     private final ObservedRates testRates;
+    private final DecisionLog.Factory decisionLogs;
     /** Set by the engine after a quota changed; cleared by the one request that sees it. */
     private final AtomicBoolean produceResetPending = new AtomicBoolean();
     private volatile VolumeQuotaConfig config;
@@ -60,6 +63,7 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
         this.testWall = null;
         this.testMono = null;
         this.testRates = null;
+        this.decisionLogs = KafkaDecisionLog.FACTORY;
     }
 
     /** For tests: a private engine whose wall and monotonic clock are {@code clock}, without byte rates. */
@@ -69,9 +73,15 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
 
     /** For tests: a private engine on these clocks with this byte-rate source. */
     VolumeQuotaCallback(Clock wall, LongSupplier monoMs, ObservedRates rates) {
+        this(wall, monoMs, rates, KafkaDecisionLog.FACTORY);
+    }
+
+    /** For tests: a private engine on these clocks, reading the decisions topic through {@code decisionLogs}. */
+    VolumeQuotaCallback(Clock wall, LongSupplier monoMs, ObservedRates rates, DecisionLog.Factory decisionLogs) {
         this.testWall = Objects.requireNonNull(wall, "wall");
         this.testMono = Objects.requireNonNull(monoMs, "monoMs");
         this.testRates = Objects.requireNonNull(rates, "rates");
+        this.decisionLogs = Objects.requireNonNull(decisionLogs, "decisionLogs");
     }
 
     @Override
@@ -86,7 +96,7 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
             }
             QuotaEngine chosen;
             if (testWall != null) {
-                chosen = new QuotaEngine(parsed, testWall, testMono, testRates);
+                chosen = new QuotaEngine(parsed, testWall, testMono, testRates, decisionLogs);
                 chosen.addResetFlag(produceResetPending);
                 chosen.start();
             } else {
@@ -96,15 +106,19 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
             produceResetPending.set(true); // sensors may exist already (a second role's instance)
             config = parsed;
             engine = chosen;
-            LOG.info("volume-quota callback #{} configured with engine #{}: decision file {}, base {} B/s, pause floor"
+            LOG.info("volume-quota callback #{} configured with engine #{}: decision source {}, base {} B/s, pause floor"
                             + " {} B/s, step-down throttle {} ms, pause throttle {} ms, fallback step down at most"
                             + " x1/{} per {} ms, on-missing {}, reload every {} ms, max validity {} ms, factor step {},"
                             + " excluded users {}",
-                    instance, chosen.id, parsed.decisionPath(), parsed.baseBytesPerSecond(),
+                    instance, chosen.id, parsed.describeSource(), parsed.baseBytesPerSecond(),
                     parsed.pauseBytesPerSecond(), parsed.stepDownThrottleMs(), parsed.pauseThrottleMs(),
                     parsed.maxStepDownRatio(), parsed.stepDownIntervalMs(), parsed.onMissing(),
                     parsed.reloadIntervalMs(), parsed.maxValidityMs(), parsed.throttleFactorStep(),
                     parsed.excludedUserNames());
+            if (parsed.decisionSource() == VolumeQuotaConfig.DecisionSource.TOPIC) {
+                LOG.info("volume-quota callback #{}: decisions consumer properties {}", instance,
+                        parsed.consumerPropertiesForLog());
+            }
         }
     }
 
@@ -210,7 +224,8 @@ public final class VolumeQuotaCallback implements ClientQuotaCallback, Monitorab
         gauge(metrics, "decision-age-seconds",
                 "seconds since the last decision that was valid was read (-1: none yet)",
                 QuotaEngine::lastValidDecisionAgeSeconds);
-        gauge(metrics, "reload-errors-total", "decision files that could not be read or parsed",
+        gauge(metrics, "reload-errors-total",
+                "decisions (file or topic) that could not be read or parsed, and decisions-topic consumer problems",
                 e -> e.reloadErrors.get());
         gauge(metrics, "expiries-total", "decisions that expired (validUntil, maximum validity or future date)",
                 e -> e.expiries.get());

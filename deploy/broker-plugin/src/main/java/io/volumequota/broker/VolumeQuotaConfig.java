@@ -14,7 +14,10 @@ import org.apache.kafka.common.config.ConfigException;
  * bad setting refuses to start instead of running without the guard.
  */
 record VolumeQuotaConfig(
+        DecisionSource decisionSource,
         Path decisionPath,
+        String decisionTopic,
+        Map<String, String> consumerProperties,
         double baseBytesPerSecond,
         double pauseBytesPerSecond,
         double maxStepDownRatio,
@@ -31,7 +34,12 @@ record VolumeQuotaConfig(
         java.util.List<String> warnings) {
 
     static final String PREFIX = "volume.quota.";
+    static final String DECISION_SOURCE = PREFIX + "decision.source";
     static final String DECISION_PATH = PREFIX + "decision.path";
+    static final String DECISION_TOPIC = PREFIX + "decision.topic";
+    /** Every key under this prefix, without it, is a property of the topic source's KafkaConsumer. */
+    static final String CONSUMER_PREFIX = PREFIX + "decision.consumer.";
+    static final String DEFAULT_DECISION_TOPIC = "__volume_quota_decisions";
     static final String BASE_BYTES_PER_SECOND = PREFIX + "produce.base.bytes.per.second";
     static final String PAUSE_BYTES_PER_SECOND = PREFIX + "pause.bytes.per.second";
     static final String MAX_STEP_DOWN_RATIO = PREFIX + "max.step.down.ratio";
@@ -111,8 +119,18 @@ record VolumeQuotaConfig(
     /** What to apply when there is no valid decision (missing, garbled, unknown schema, expired). */
     enum OnMissing { PAUSE, OPEN }
 
+    /**
+     * Where the decision comes from: a file written next to the broker (the sidecar mode), or
+     * the compacted decisions topic written by {@code volume-quota cluster-agent} (no sidecar).
+     */
+    enum DecisionSource { FILE, TOPIC }
+
     static VolumeQuotaConfig parse(Map<String, ?> configs) {
-        Path path = Path.of(requiredString(configs, DECISION_PATH));
+        DecisionSource source = decisionSource(configs);
+        Path path = source == DecisionSource.FILE ? Path.of(requiredString(configs, DECISION_PATH)) : null;
+        String topic = source == DecisionSource.TOPIC ? optionalString(configs, DECISION_TOPIC, DEFAULT_DECISION_TOPIC)
+                : null;
+        Map<String, String> consumer = source == DecisionSource.TOPIC ? consumerProperties(configs) : Map.of();
         double base = positiveNumber(configs, BASE_BYTES_PER_SECOND, null);
         double pause = positiveNumber(configs, PAUSE_BYTES_PER_SECOND, DEFAULT_PAUSE_BYTES_PER_SECOND);
         if (pause > base) {
@@ -142,7 +160,7 @@ record VolumeQuotaConfig(
         }
         java.util.List<String> warnings = new java.util.ArrayList<>();
         Set<String> excluded = excludedUserNames(configs, warnings);
-        return new VolumeQuotaConfig(path, base, pause, ratio, windowNum * windowSeconds * 1000L,
+        return new VolumeQuotaConfig(source, path, topic, consumer, base, pause, ratio, windowNum * windowSeconds * 1000L,
                 excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
                 maxThrottle, assumedRequest, factorStep, java.util.List.copyOf(warnings));
     }
@@ -153,6 +171,65 @@ record VolumeQuotaConfig(
             throw new ConfigException(key, value, "is required");
         }
         return value.toString().trim();
+    }
+
+    private static String optionalString(Map<String, ?> configs, String key, String defaultValue) {
+        Object value = configs.get(key);
+        return value == null || value.toString().isBlank() ? defaultValue : value.toString().trim();
+    }
+
+    private static DecisionSource decisionSource(Map<String, ?> configs) {
+        String value = optionalString(configs, DECISION_SOURCE, "file");
+        try {
+            return DecisionSource.valueOf(value.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(DECISION_SOURCE, value, "must be file or topic");
+        }
+    }
+
+    /**
+     * The {@code volume.quota.decision.consumer.*} keys without the prefix. {@code bootstrap.servers}
+     * is required; the source sets its own deserializers and never commits, so those keys are
+     * refused. {@code group.id} is not needed (partition 0 is assigned, no group is joined).
+     */
+    private static Map<String, String> consumerProperties(Map<String, ?> configs) {
+        java.util.TreeMap<String, String> properties = new java.util.TreeMap<>();
+        for (Map.Entry<String, ?> entry : configs.entrySet()) {
+            if (entry.getKey().startsWith(CONSUMER_PREFIX) && entry.getValue() != null) {
+                Object value = entry.getValue();
+                // A Password (e.g. ssl.key.password) prints as [hidden]; take its value.
+                String text = value instanceof org.apache.kafka.common.config.types.Password password
+                        ? password.value() : value.toString();
+                properties.put(entry.getKey().substring(CONSUMER_PREFIX.length()), text);
+            }
+        }
+        String bootstrap = properties.get("bootstrap.servers");
+        if (bootstrap == null || bootstrap.isBlank()) {
+            throw new ConfigException(CONSUMER_PREFIX + "bootstrap.servers", bootstrap,
+                    "is required when " + DECISION_SOURCE + "=topic");
+        }
+        for (String refused : new String[] {"key.deserializer", "value.deserializer", "enable.auto.commit"}) {
+            if (properties.containsKey(refused)) {
+                throw new ConfigException(CONSUMER_PREFIX + refused, properties.get(refused),
+                        "is set by the callback (byte arrays, partition 0 assigned, no commits)");
+            }
+        }
+        return java.util.Collections.unmodifiableMap(properties);
+    }
+
+    /** The consumer properties for log lines: values of password-like keys hidden. */
+    Map<String, String> consumerPropertiesForLog() {
+        java.util.TreeMap<String, String> shown = new java.util.TreeMap<>();
+        consumerProperties.forEach((key, value) -> shown.put(key,
+                key.contains("password") || key.contains("jaas") || key.endsWith(".key") ? "[hidden]" : value));
+        return shown;
+    }
+
+    /** Where decisions come from, for log lines. */
+    String describeSource() {
+        return decisionSource == DecisionSource.FILE ? "decision file " + decisionPath
+                : "decisions topic " + decisionTopic + " (partition 0, newest record, key " + TopicDecisionSource.KEY
+                        + ") through " + consumerProperties.get("bootstrap.servers");
     }
 
     private static double positiveNumber(Map<String, ?> configs, String key, Double defaultValue) {

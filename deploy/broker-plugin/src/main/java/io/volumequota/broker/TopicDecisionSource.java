@@ -1,0 +1,171 @@
+package io.volumequota.broker;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+import org.apache.kafka.clients.consumer.InvalidOffsetException;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The decision from the compacted decisions topic: partition 0, newest record with key
+ * {@value #KEY}, value = the decision JSON exactly as in the file. Runs on the engine's reader
+ * thread only; {@link #step} never throws.
+ *
+ * <p>Trouble (no broker yet, authorization, missing topic, lost position) is reported as an
+ * {@link Outcome.Trouble} and retried; it never removes a decision already read, which stays in
+ * force until its {@code validUntil}, after which the engine applies the on-missing action.
+ * A consumer that cannot be created or fails other than by a timeout is closed and re-created
+ * after a backoff of {@value #MIN_BACKOFF_MS} ms doubling up to {@value #MAX_BACKOFF_MS} ms.
+ */
+final class TopicDecisionSource implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TopicDecisionSource.class);
+
+    /** The key the cluster agent writes every decision under. */
+    static final String KEY = "cluster";
+    /** Longest a search for the end offset may hold the reader thread. */
+    static final long POSITION_TIMEOUT_MS = 1_000;
+    static final long MIN_BACKOFF_MS = 1_000;
+    static final long MAX_BACKOFF_MS = 8_000;
+
+    /** What one step found. */
+    sealed interface Outcome {
+        /** The newest decision record's value. */
+        record Content(byte[] bytes, long offset) implements Outcome {
+        }
+
+        /** The newest record for the key is a tombstone. */
+        record Deleted(long offset) implements Outcome {
+        }
+
+        /** Why no decision can be read now; {@code error} false for an empty topic. */
+        record Trouble(String problem, boolean error) implements Outcome {
+        }
+    }
+
+    private final VolumeQuotaConfig config;
+    private final DecisionLog.Factory factory;
+    private final LongSupplier monoMs;
+    private final int engineId;
+
+    private DecisionLog log;
+    private boolean positioned;
+    private long retryAtMs = Long.MIN_VALUE;
+    private long backoffMs = MIN_BACKOFF_MS;
+    private String trouble;
+    private boolean otherKeysLogged;
+    private final AtomicLong records = new AtomicLong();
+
+    TopicDecisionSource(VolumeQuotaConfig config, DecisionLog.Factory factory, LongSupplier monoMs, int engineId) {
+        this.config = config;
+        this.factory = factory;
+        this.monoMs = monoMs;
+        this.engineId = engineId;
+    }
+
+    /** Decision records read so far (for tests and the log). */
+    long recordsRead() {
+        return records.get();
+    }
+
+    /** Polls for at most {@code pollMs}; null when there is nothing new. Never throws. */
+    Outcome step(long pollMs) {
+        long now = monoMs.getAsLong();
+        if (log == null) {
+            if (now < retryAtMs) {
+                return null;
+            }
+            try {
+                log = factory.open(config);
+                positioned = false;
+            } catch (Throwable t) {
+                return failed("cannot create the decisions consumer", t);
+            }
+        }
+        try {
+            if (!positioned) {
+                long end = log.seekToNewest(Duration.ofMillis(POSITION_TIMEOUT_MS));
+                positioned = true;
+                backoffMs = MIN_BACKOFF_MS;
+                LOG.info("volume-quota engine #{}: reading {} from offset {} (end offset {}){}", engineId,
+                        config.decisionTopic() + "-0", Math.max(0, end - 1), end,
+                        trouble == null ? "" : "; recovered from: " + trouble);
+                trouble = null;
+                if (end == 0) {
+                    return note(new Outcome.Trouble("decisions topic " + config.decisionTopic()
+                            + " is empty: no decision written yet", false));
+                }
+            }
+            DecisionLog.DecisionRecord newest = null;
+            for (DecisionLog.DecisionRecord record : log.poll(Duration.ofMillis(pollMs))) {
+                if (KEY.equals(record.key())) {
+                    newest = record;
+                } else if (!otherKeysLogged) {
+                    otherKeysLogged = true;
+                    LOG.warn("volume-quota engine #{}: ignoring records of {} with key {} (only key {} is read;"
+                            + " logged once)", engineId, config.decisionTopic(), record.key(), KEY);
+                }
+            }
+            if (newest == null) {
+                return null;
+            }
+            records.incrementAndGet();
+            return newest.value() == null ? new Outcome.Deleted(newest.offset())
+                    : new Outcome.Content(newest.value(), newest.offset());
+        } catch (InvalidOffsetException e) {
+            positioned = false; // compacted or truncated under us: take the newest record again
+            return note(new Outcome.Trouble("position lost on " + config.decisionTopic() + ": " + e, true));
+        } catch (TimeoutException e) {
+            // No broker answered yet (e.g. the broker itself is still starting): keep the consumer.
+            positioned = false;
+            return note(new Outcome.Trouble("no answer from " + config.consumerProperties().get("bootstrap.servers")
+                    + " about " + config.decisionTopic() + "-0: " + e.getMessage(), true));
+        } catch (Throwable t) {
+            closeLog();
+            return failed("cannot read " + config.decisionTopic() + "-0", t);
+        }
+    }
+
+    private Outcome failed(String what, Throwable t) {
+        long now = monoMs.getAsLong();
+        retryAtMs = now + backoffMs;
+        backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
+        return note(new Outcome.Trouble(what + ": " + t, true));
+    }
+
+    /** Logs a problem when it differs from the last one. */
+    private Outcome note(Outcome.Trouble outcome) {
+        if (!outcome.problem().equals(trouble) && !Thread.currentThread().isInterrupted()) {
+            if (outcome.error()) {
+                LOG.warn("volume-quota engine #{}: {} (retrying; a decision already read stays in force until its"
+                        + " validUntil)", engineId, outcome.problem());
+            } else {
+                LOG.info("volume-quota engine #{}: {}", engineId, outcome.problem());
+            }
+        }
+        trouble = outcome.problem();
+        return outcome;
+    }
+
+    private void closeLog() {
+        DecisionLog current = log;
+        log = null;
+        positioned = false;
+        if (current != null) {
+            try {
+                current.close();
+            } catch (Throwable ignored) {
+                // closing is best effort
+            }
+        }
+    }
+
+    /** Closes the consumer; call only when the reader thread has stopped. */
+    @Override
+    public void close() {
+        closeLog();
+    }
+}
