@@ -89,6 +89,7 @@ class DecisionService:
         self._last_written: tuple[object, ...] | None = None
         self._last_written_at = float("-inf")
         self._sink_healthy = False
+        self._next_write_attempt = 0.0
         self._caught_up_once = False
         self.last_step_at: float | None = None
         self.current = CurrentDecision(state.decide(clock.wall(), not_ready="starting"))
@@ -260,13 +261,19 @@ class DecisionService:
         due = moment - self._last_written_at >= self._timing.decision_refresh_seconds
         if key == self._last_written and not due and self._sink_healthy:
             return
+        if not self._sink_healthy and moment < self._next_write_attempt:
+            return  # a failing sink is retried every retry_seconds, not every turn
         try:
             self._sink(decision)
         except OSError as error:
+            if self._sink_healthy or self._last_written is None:
+                log.error("could not write the decision", error=str(error))
             self._sink_healthy = False
+            self._next_write_attempt = moment + self._timing.retry_seconds
             self._metrics.decision_write_errors.inc()
-            log.error("could not write the decision", error=str(error))
             return
+        if not self._sink_healthy and self._last_written is not None:
+            log.info("the decision is written again")
         if key != self._last_written:
             log.info(
                 "decision changed",

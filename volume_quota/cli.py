@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from volume_quota.commands import (
+    cluster_agent,
     decide,
     demo,
     evaluate,
@@ -37,7 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subcommands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in (evaluate, publish, decide, sidecar, status, override, retire, history, demo):
+    for command in (
+        evaluate,
+        publish,
+        decide,
+        sidecar,
+        cluster_agent,
+        status,
+        override,
+        retire,
+        history,
+        demo,
+    ):
         command.register(subcommands)
     return parser
 

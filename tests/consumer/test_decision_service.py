@@ -194,9 +194,16 @@ def test_failed_write_makes_the_service_not_ready_and_is_retried() -> None:
     harness.service._sink = full_disk  # the loop's one outlet, swapped for a failing one
     harness.service.step()
     harness.service.step()
-    assert len(attempts) == 2, "an unhealthy sink is retried on every turn"
+    assert len(attempts) == 1, "a failing sink is not hammered on every turn"
+    harness.now += timedelta(seconds=2)  # LoopTiming.retry_seconds
+    harness.service.step()
+    assert len(attempts) == 2, "but it is retried"
     assert not harness.service.ready
     assert harness.metric("volume_quota_decision_file_write_errors_total") == 2
+    harness.service._sink = harness.written.append  # the disk has room again
+    harness.now += timedelta(seconds=2)
+    harness.service.step()
+    assert harness.service.ready
 
 
 @pytest.mark.parametrize("on_missing", list(OnMissing))

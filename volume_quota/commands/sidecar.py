@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import threading
 
-from publisher.health import HealthVerdict
 from volume_quota.config import SidecarSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.decider import DecideDaemon
-from volume_quota.daemons.publisher import PublisherDaemon, serve_endpoints, stop_on_signals
-from volume_quota.logging_setup import configure_logging, get_logger
-
-log = get_logger("volume_quota.sidecar")
+from volume_quota.daemons.publisher import PublisherDaemon
+from volume_quota.daemons.roles import run_both_roles
+from volume_quota.logging_setup import configure_logging
 
 DESCRIPTION = """\
 Run both roles next to one broker, so one container per broker suffices: the publisher
@@ -44,49 +41,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.set_defaults(run=run)
 
 
-def both(*verdicts: HealthVerdict) -> HealthVerdict:
-    problems = tuple(problem for verdict in verdicts for problem in verdict.problems)
-    return HealthVerdict(all(verdict.healthy for verdict in verdicts), problems)
-
-
 def run(arguments: argparse.Namespace) -> int:
     settings = settings_from_arguments(SidecarSettings, arguments)
     configure_logging(settings.log_level)
     publisher = PublisherDaemon(settings, serve_http=False)
     decider = DecideDaemon(settings, registry=publisher.metrics.registry, serve_http=False)
-    server = serve_endpoints(
-        settings,
-        publisher.metrics.registry,
-        lambda: both(publisher.liveness(), decider.liveness()),
-        lambda: both(publisher.readiness(), decider.readiness()),
-    )
-    stop = threading.Event()
-    outcome: dict[str, int | BaseException] = {}
-
-    def run_role(name: str, role: PublisherDaemon | DecideDaemon) -> None:
-        try:
-            outcome[name] = role.run(stop)
-        except BaseException as error:  # one role failing stops the other: no half sidecar
-            outcome[name] = error
-        finally:
-            stop.set()
-
-    threads = [
-        threading.Thread(target=run_role, args=(name, role), name=f"volume-quota-{name}")
-        for name, role in (("publisher", publisher), ("consumer", decider))
-    ]
-    server.start()
-    try:
-        with stop_on_signals(stop):
-            for thread in threads:
-                thread.start()
-            while any(thread.is_alive() for thread in threads):
-                stop.wait(0.5)
-                for thread in threads:
-                    thread.join(timeout=0.1)
-    finally:
-        server.stop()
-    for result in outcome.values():
-        if isinstance(result, BaseException):
-            raise result
-    return max((result for result in outcome.values() if isinstance(result, int)), default=0)
+    return run_both_roles(settings, publisher, decider)

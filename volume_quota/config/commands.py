@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import model_validator
+
 from publisher.topic_requirements import TopicRequirements
 from volume_quota.broker_identity import BrokerIdentityError, broker_identity
 from volume_quota.certificate_files import TlsFiles
 from volume_quota.config.concerns import (
+    AgentSettings,
     ConnectionSettings,
     DecidingSettings,
     HttpSettings,
@@ -113,5 +116,22 @@ class StatusSettings(ConnectedSettings, PolicySettings, SignatureSettings):
     """``volume-quota status``."""
 
 
-ALL_SETTINGS = frozenset(SidecarSettings.model_fields)
+class ClusterAgentSettings(SidecarSettings, AgentSettings):  # type: ignore[misc]
+    """``volume-quota cluster-agent``: the publisher measuring every broker through the Admin
+    API and the decider writing to the decisions topic, in one process per cluster."""
+
+    @model_validator(mode="after")
+    def _measures_through_the_admin_api(self) -> ClusterAgentSettings:
+        if self.source != "admin":
+            raise ValueError("the cluster agent measures through the Admin API (source=admin)")
+        return self
+
+
+AGENT_ONLY_LOCAL = frozenset(
+    {"source", "broker_id", "log_dirs", "server_properties", "sample_interval", "decision_file"}
+)
+"""Settings of a broker's own sidecar that mean nothing to the cluster agent: no flags."""
+
+
+ALL_SETTINGS = frozenset(ClusterAgentSettings.model_fields)
 """Every setting any command knows: a config file may hold any of them."""

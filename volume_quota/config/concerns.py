@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from consumer.decision_topic import DEFAULT_DECISIONS_TOPIC
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, identity_pattern
 from publisher.topic_requirements import (
@@ -368,6 +369,22 @@ class DecidingSettings(PolicySettings):
         if path is not None and not path.is_absolute():
             raise ValueError(f"{path} is not an absolute path")
         return path
+
+
+class AgentSettings(SettingsBase):
+    """The cluster-level agent's own: where its decisions go for the brokers' callbacks."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
+
+    decisions_topic: str = Field(
+        DEFAULT_DECISIONS_TOPIC,
+        min_length=1,
+        max_length=249,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        **help_text(
+            "the compacted topic the callbacks read each decision from (key 'cluster')", "NAME"
+        ),
+    )
 
 
 class HttpSettings(SettingsBase):

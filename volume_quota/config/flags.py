@@ -24,12 +24,14 @@ HIDDEN_SETTINGS = frozenset({"tls_key_password"})
 
 
 def add_setting_flags(
-    parser: argparse.ArgumentParser, settings_class: type[BaseSettings]
+    parser: argparse.ArgumentParser,
+    settings_class: type[BaseSettings],
+    without: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """One flag per field of ``settings_class``; returns the settings given flags."""
+    """One flag per field of ``settings_class`` (except ``without``); returns their names."""
     added: list[str] = []
     for name in _in_concern_order(settings_class):
-        if name not in HIDDEN_SETTINGS:
+        if name not in HIDDEN_SETTINGS and name not in without:
             add_flag(parser, name, settings_class.model_fields[name])
             added.append(name)
     return added

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic_settings import BaseSettings
 
 from volume_quota.config.concerns import (
+    AgentSettings,
     ConnectionSettings,
     DecidingSettings,
     HttpSettings,
@@ -27,6 +28,7 @@ CONCERNS: tuple[tuple[str, type[BaseSettings]], ...] = (
     ("Decision policy (`decide`, `sidecar`, `status`, `evaluate`)", PolicySettings),
     ("Deciding (`decide`, `sidecar`)", DecidingSettings),
     ("Snapshot signatures (`decide`, `sidecar`, `status`)", SignatureSettings),
+    ("Cluster agent (`cluster-agent`)", AgentSettings),
     ("HTTP endpoints (`publish`, `decide`, `sidecar`)", HttpSettings),
 )
 

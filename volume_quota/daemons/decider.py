@@ -9,8 +9,9 @@ picked up by rebuilding the Kafka clients; the cluster state survives the swap.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -101,10 +102,14 @@ class DecideDaemon:
         registry: CollectorRegistry | None = None,
         serve_http: bool = True,
         clock: Clock | None = None,
+        sink: Callable[[QuotaDecision], None] | None = None,
     ) -> None:
+        """``sink`` receives every decision to hand on; by default, the decision file."""
         self._settings = settings
         self._clock: Clock = clock or SystemClock()
-        decision_file = settings.required_decision_file()
+        if sink is None:
+            decision_file = settings.required_decision_file()
+            sink = partial(write_decision_atomically, decision_file)
         self._tls_watch = TlsFileWatch(settings.required_tls_files())
         settings.required_kafka_connection()
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -116,7 +121,7 @@ class DecideDaemon:
             source=self._clients.reader,
             live_brokers=self._clients.live_brokers,
             clock=self._clock,
-            sink=lambda decision: write_decision_atomically(decision_file, decision),
+            sink=sink,
             metrics=self.metrics,
             timing=LoopTiming(
                 live_broker_refresh_seconds=settings.live_broker_refresh_interval,

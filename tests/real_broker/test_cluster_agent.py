@@ -1,0 +1,156 @@
+"""On a real cluster: `volume-quota cluster-agent` with exactly the ACLs its help lists.
+
+It measures the brokers through the Admin API, publishes their snapshots, decides, and writes
+each decision to the decisions topic, where a callback would read it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster
+from tests.support import REPOSITORY, wait_for
+
+pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
+
+DECISIONS_TOPIC = "__volume_quota_decisions"
+OVERRIDE_TOPIC = "__volume_quota_overrides"
+GROUP = "volume-quota-consumer"
+
+
+def allow(resource: ResourceType, name: str, *operations: AclOperation) -> list[AclBinding]:
+    return [
+        AclBinding(
+            resource,
+            name,
+            ResourcePatternType.LITERAL,
+            "User:agent",
+            "*",
+            operation,
+            AclPermissionType.ALLOW,
+        )
+        for operation in operations
+    ]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    with LocalKafkaCluster(tmp_path_factory.mktemp("agent"), broker_count=1) as started:
+        started.pki.issue("agent")
+        operations = AclOperation
+        bindings = (
+            allow(
+                ResourceType.TOPIC,
+                SNAPSHOT_TOPIC,
+                operations.READ,
+                operations.WRITE,
+                operations.CREATE,
+                operations.DESCRIBE,
+                operations.DESCRIBE_CONFIGS,
+            )
+            + allow(
+                ResourceType.TOPIC,
+                DECISIONS_TOPIC,
+                operations.WRITE,
+                operations.CREATE,
+                operations.DESCRIBE,
+                operations.DESCRIBE_CONFIGS,
+            )
+            + allow(ResourceType.TOPIC, OVERRIDE_TOPIC, operations.READ, operations.DESCRIBE)
+            + allow(ResourceType.GROUP, GROUP, operations.READ)
+            + allow(ResourceType.BROKER, "kafka-cluster", operations.DESCRIBE)
+        )
+        admin = AdminClient(started.client_config("admin"))
+        for future in admin.create_acls(bindings).values():
+            future.result(30)
+        yield started
+
+
+def newest_decision(cluster: LocalKafkaCluster) -> dict[str, object] | None:
+    consumer = Consumer({**cluster.client_config("admin"), "group.id": "test-decisions"})
+    try:
+        try:
+            _low, high = consumer.get_watermark_offsets(
+                TopicPartition(DECISIONS_TOPIC, 0), timeout=10
+            )
+        except KafkaException:
+            return None  # not created yet
+        if high == 0:
+            return None
+        consumer.assign([TopicPartition(DECISIONS_TOPIC, 0, high - 1)])
+        for _ in range(20):
+            for message in consumer.consume(1, timeout=0.5):
+                if message.error() is None and message.key() == b"cluster":
+                    decision: dict[str, object] = json.loads(message.value() or b"null")
+                    return decision
+        return None
+    finally:
+        consumer.close()
+
+
+def test_the_agent_publishes_decides_and_writes_decisions_with_least_privilege(
+    cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    files = cluster.identity_files("agent")
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "volume_quota",
+            "cluster-agent",
+            f"--bootstrap-servers={cluster.bootstrap_servers}",
+            f"--tls-ca-file={files.ca}",
+            f"--tls-cert-file={files.cert}",
+            f"--tls-key-file={files.key}",
+            "--no-tls-verify-hostname",
+            "--survey-interval=1s",
+            "--metrics-port=0",
+            "--topic-replication-factor=1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "agent.log").open("w"),
+        # (the log is printed below when the test fails)
+    )
+    try:
+        decisions: list[dict[str, object]] = []
+
+        def decided_open() -> bool:
+            decision = newest_decision(cluster)
+            if decision is not None:
+                decisions.append(decision)
+            return decision is not None and decision["state"] == "OPEN"
+
+        started = time.monotonic()
+        try:
+            wait_for(decided_open, 90, "an OPEN decision on the decisions topic")
+        except AssertionError:
+            print((tmp_path / "agent.log").read_text()[-4000:])
+            raise
+        print(f"first OPEN decision after {time.monotonic() - started:.1f}s")
+        schema = json.loads((REPOSITORY / "schemas/quota-decision.schema.json").read_text())
+        jsonschema.validate(decisions[-1], schema)
+        assert decisions[-1]["unknownBrokers"] == []
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        status = agent.wait(timeout=30)
+    log = (tmp_path / "agent.log").read_text()
+    assert status == 0, log[-2000:]
+    assert "Traceback" not in log

@@ -1,0 +1,63 @@
+"""Running the publisher and the decider together in one process, behind one HTTP endpoint.
+
+Used by ``volume-quota sidecar`` (one broker's volumes, the decision file) and
+``volume-quota cluster-agent`` (every broker through the Admin API, the decisions topic). One
+role failing stops the other: never half a sidecar. /healthz and /readyz are healthy only when
+both roles are.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from publisher.health import HealthVerdict
+from volume_quota.config.concerns import HttpSettings
+from volume_quota.daemons.decider import DecideDaemon
+from volume_quota.daemons.publisher import PublisherDaemon, serve_endpoints, stop_on_signals
+
+
+def both(*verdicts: HealthVerdict) -> HealthVerdict:
+    problems = tuple(problem for verdict in verdicts for problem in verdict.problems)
+    return HealthVerdict(all(verdict.healthy for verdict in verdicts), problems)
+
+
+def run_both_roles(
+    settings: HttpSettings, publisher: PublisherDaemon, decider: DecideDaemon
+) -> int:
+    """Run both until SIGTERM/SIGINT or until one stops; re-raise what stopped it."""
+    server = serve_endpoints(
+        settings,
+        publisher.metrics.registry,
+        lambda: both(publisher.liveness(), decider.liveness()),
+        lambda: both(publisher.readiness(), decider.readiness()),
+    )
+    stop = threading.Event()
+    outcome: dict[str, int | BaseException] = {}
+
+    def run_role(name: str, role: PublisherDaemon | DecideDaemon) -> None:
+        try:
+            outcome[name] = role.run(stop)
+        except BaseException as error:  # one role failing stops the other
+            outcome[name] = error
+        finally:
+            stop.set()
+
+    threads = [
+        threading.Thread(target=run_role, args=(name, role), name=f"volume-quota-{name}")
+        for name, role in (("publisher", publisher), ("consumer", decider))
+    ]
+    server.start()
+    try:
+        with stop_on_signals(stop):
+            for thread in threads:
+                thread.start()
+            while any(thread.is_alive() for thread in threads):
+                stop.wait(0.5)
+                for thread in threads:
+                    thread.join(timeout=0.1)
+    finally:
+        server.stop()
+    for result in outcome.values():
+        if isinstance(result, BaseException):
+            raise result
+    return max((result for result in outcome.values() if isinstance(result, int)), default=0)
