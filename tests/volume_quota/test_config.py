@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pytest
+
 from consumer.policy import DecisionPolicy
 from schemas.decision import OnMissing
 from volume_quota.cli import build_parser
-from volume_quota.config import DecideSettings, StatusSettings, load_settings
+from volume_quota.config import DecideSettings, SidecarSettings, StatusSettings, load_settings
+from volume_quota.config.commands import ALL_SETTINGS as ALL
 from volume_quota.config.concerns import PolicySettings
 from volume_quota.config.reference import BEGIN, END, settings_reference
 from volume_quota.config.sources import load
+from volume_quota.config.startup_checks import wait_for_broker_files
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -74,3 +78,27 @@ def test_the_settings_reference_in_the_docs_is_the_generated_one() -> None:
     assert document[start:end] == settings_reference(), (
         "docs/publisher.md drifted: paste `python -m volume_quota.config.reference` into it"
     )
+
+
+def test_a_sidecar_waits_for_its_broker_to_format_the_log_dir(tmp_path: Path) -> None:
+    log_dir = tmp_path / "data"
+    settings = load(
+        SidecarSettings, {"log_dirs": str(log_dir), "wait_for_log_dirs": "30s"}, None, ALL
+    )
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:  # the broker formats its storage after 3 s
+        now[0] += seconds
+        if now[0] >= 3.0:
+            log_dir.mkdir(exist_ok=True)
+        if now[0] >= 4.0:
+            (log_dir / "meta.properties").write_text("node.id=1001\n")
+
+    wait_for_broker_files(settings, sleep=sleep, monotonic=lambda: now[0])
+    assert now[0] == 4.0
+    assert settings.required_broker_id() == 1001
+
+
+def test_without_a_wait_a_missing_log_dir_is_reported_at_once(tmp_path: Path) -> None:
+    settings = load(SidecarSettings, {"log_dirs": str(tmp_path / "nothing")}, None, ALL)
+    wait_for_broker_files(settings, sleep=lambda _: pytest.fail("waited"), monotonic=lambda: 0.0)

@@ -17,7 +17,7 @@ from volume_quota.config.commands import (
 )
 from volume_quota.config.flags import add_config_flag, add_setting_flags, config_file
 from volume_quota.config.sources import SettingsT, describe_setting, load
-from volume_quota.config.startup_checks import check_at_start
+from volume_quota.config.startup_checks import check_at_start, wait_for_broker_files
 
 __all__ = [
     "DecideSettings",
@@ -45,6 +45,7 @@ def settings_from_arguments(
     flags = {name: getattr(arguments, name, None) for name in settings_class.model_fields}
     settings = load(settings_class, flags, config_file(arguments), ALL_SETTINGS)
     if check:
+        wait_for_broker_files(settings)
         check_at_start(settings)
     return settings
 

@@ -201,6 +201,14 @@ class PublishingSettings(SettingsBase):
         ),
     )
     sample_interval: Seconds = Field(1.0, **help_text("measure the volumes this often", "DURATION"))
+    wait_for_log_dirs: SecondsOrZero = Field(
+        0.0,
+        **help_text(
+            "at start, wait up to this long for the log dirs (and, without a broker id, their "
+            "meta.properties) to appear: a sidecar may start before its broker formats storage",
+            "DURATION",
+        ),
+    )
     heartbeat_interval: Seconds = Field(
         10.0, **help_text("publish at least this often", "DURATION")
     )

@@ -1,9 +1,13 @@
 """The settings reference of docs/publisher.md, generated from the models (never written twice).
 
-``python -m volume_quota.config.reference`` prints it; a test fails when the document drifts.
+``python -m volume_quota.config.reference`` prints it, ``... --write docs/publisher.md`` puts it
+in place of the one there; a test fails when the document drifts.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
@@ -60,5 +64,15 @@ def settings_reference() -> str:
     return "\n".join(parts)
 
 
+def replace_reference(document: str) -> str:
+    """``document`` with its settings reference regenerated."""
+    start, end = document.index(BEGIN), document.index(END) + len(END)
+    return document[:start] + settings_reference() + document[end:]
+
+
 if __name__ == "__main__":
-    print(settings_reference())
+    if len(sys.argv) == 3 and sys.argv[1] == "--write":
+        path = Path(sys.argv[2])
+        path.write_text(replace_reference(path.read_text()))
+    else:
+        print(settings_reference())

@@ -7,11 +7,13 @@ problem in one ``UsageError``, one line each.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from volume_quota.broker_identity import BrokerIdentityError, broker_identity
+from volume_quota.broker_identity import META_PROPERTIES, BrokerIdentityError, broker_identity
 from volume_quota.certificate_files import check_tls_files
 from volume_quota.certificate_inspection import (
     CertificateError,
@@ -21,6 +23,29 @@ from volume_quota.certificate_inspection import (
 from volume_quota.config.commands import ConnectedSettings, DecideSettings, PublishSettings
 from volume_quota.config.sources import describe_setting
 from volume_quota.errors import UsageError
+
+
+def wait_for_broker_files(
+    settings: BaseSettings,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """With ``wait_for_log_dirs``, wait until the log dirs exist and, when no broker id is
+    configured, one of them holds meta.properties; the start-up check then says what is
+    still missing."""
+    if not isinstance(settings, PublishSettings) or settings.source != "volumes":
+        return
+    deadline = monotonic() + settings.wait_for_log_dirs
+    while monotonic() < deadline and not _broker_files_present(settings):
+        sleep(1.0)
+
+
+def _broker_files_present(settings: PublishSettings) -> bool:
+    if not all(path.is_dir() for path in settings.log_dirs):
+        return False
+    if settings.broker_id is not None or settings.server_properties is not None:
+        return True
+    return any((path / META_PROPERTIES).is_file() for path in settings.log_dirs)
 
 
 def check_at_start(settings: BaseSettings) -> None:

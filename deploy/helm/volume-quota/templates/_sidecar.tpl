@@ -51,7 +51,12 @@ env:
       fieldRef:
         fieldPath: metadata.labels['apps.kubernetes.io/pod-index']
   {{- end }}
-  {{- /* metaProperties: no id here; the sidecar reads node.id from meta.properties in its log dirs. */}}
+  {{- /* metaProperties: no id here; the sidecar reads node.id from meta.properties in its log dirs,
+         waiting for the broker to format them (it may start first). */}}
+  {{- if eq .Values.sidecar.brokerIdSource "metaProperties" }}
+  - name: VOLUME_QUOTA_WAIT_FOR_LOG_DIRS
+    value: "10m"
+  {{- end }}
   - name: VOLUME_QUOTA_LOG_DIRS
     value: {{ include "volume-quota.volumeMountPaths" . | quote }}
   - name: VOLUME_QUOTA_BOOTSTRAP_SERVERS
