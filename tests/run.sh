@@ -13,6 +13,7 @@ python3 -m mypy
 
 echo "== broker quota callback (Java): JUnit tests and the jar"
 (cd deploy/broker-plugin && mvn -q -B package)
+(cd deploy/strimzi/validation && mvn -q -B test)
 
 echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
 bash deploy/helm/install-helm.sh
