@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from consumer.clock import Clock, SystemClock
 from publisher.health import HealthLimits, HealthVerdict, assess_liveness, assess_readiness
 from publisher.kafka_sink import KafkaSnapshotSink
+from publisher.limit_feasibility import limit_problems
 from publisher.log_dir_survey import LogDirAdmin, LogDirSurvey
 from publisher.publication_loop import (
     LoopSettings,
@@ -58,6 +59,20 @@ AGENT_CLIENT = "cluster"
 """The client-id suffix of a cluster-level publisher (it speaks for no single broker)."""
 
 
+def check_limits_against_capacity(settings: PublishSettings, volumes: list[Volume]) -> None:
+    """Refuse limits no volume can ever meet (one line each); warn about those that can never
+    trigger."""
+    try:
+        measured = measure_volumes(volumes)
+    except OSError:
+        return  # the loop reports an unreadable volume as it does at any time
+    errors, warnings = limit_problems(measured, settings.soft_limit, settings.hard_limit)
+    for warning in warnings:
+        log.warning("limit can never trigger", detail=warning)
+    if errors:
+        raise UsageError(*errors)
+
+
 def discover_configured_volumes(settings: PublishSettings) -> list[Volume]:
     try:
         return discover_volumes(settings.required_log_dirs(), settings.volume_limits)
@@ -89,6 +104,7 @@ class PublisherDaemon:
         else:
             self.broker_id = settings.required_broker_id()
             self.volumes = discover_configured_volumes(settings)
+            check_limits_against_capacity(settings, self.volumes)
             self._measure = measuring(self.broker_id, self.volumes, measure_volumes)
             self._interval = settings.sample_interval
         client = AGENT_CLIENT if self.broker_id is None else self.broker_id
