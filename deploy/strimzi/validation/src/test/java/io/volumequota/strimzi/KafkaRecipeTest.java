@@ -67,6 +67,23 @@ class KafkaRecipeTest {
     }
 
     @Test
+    void theConsumerSettingsAreOnesTheCallbackAccepts() {
+        // deploy/broker-plugin (VolumeQuotaConfig): bootstrap.servers is required; it sets the
+        // deserializers and enable.auto.commit itself and refuses them; it assign()s partition
+        // 0 and joins no group, so a group.id would only ask for a group ACL nobody needs.
+        Map<String, String> consumer = new TreeMap<>();
+        config(CUSTOM_IMAGE).forEach((key, value) -> {
+            if (key.startsWith("volume.quota.decision.consumer.")) {
+                consumer.put(key.substring("volume.quota.decision.consumer.".length()), value);
+            }
+        });
+        assertTrue(consumer.containsKey("bootstrap.servers"));
+        for (String refused : List.of("key.deserializer", "value.deserializer", "enable.auto.commit", "group.id")) {
+            assertTrue(!consumer.containsKey(refused), refused);
+        }
+    }
+
+    @Test
     void theCallbackConsumerUsesTheTlsListenerWithClientCertificates() {
         GenericKafkaListener tls = kafka(CUSTOM_IMAGE).getListeners().stream()
                 .filter(listener -> listener.getPort() == 9093).findFirst().orElseThrow();
