@@ -124,6 +124,9 @@ def test_the_certificate_files_come_from_the_kafkauser_and_the_cluster_ca_secret
     for path, mount in mounts.items():
         assert mount["readOnly"] is True
         secret = volumes[mount["name"]]
+        # YAML's 0440: read for the owner (root) and the pod's fsGroup, the agent's group.
+        assert secret["defaultMode"] == 0o440
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
         for item in secret["items"]:
             files[f"{path}/{item['path']}"] = (secret["secretName"], item["key"])
     env = agent_env()
