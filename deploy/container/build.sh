@@ -16,7 +16,8 @@
 #   3.11 with venv and ca-certificates), imported once with `podman import` and passed as
 #   PYTHON_IMAGE.
 # - The callback jar is built on the host with Maven (which reaches Maven Central here) and
-#   taken from the build context (PLUGIN_JAR=context), since the Maven image cannot be pulled.
+#   taken from the build context (PLUGIN_JAR=context), since the Maven image cannot be pulled;
+#   so is the Prometheus JMX exporter agent, fetched with mvn (dependency:copy).
 # - Runtime: runc, passed explicitly. crun (podman's first choice when installed) fails on this
 #   machine's cgroups (v1, hybrid mode); this script installs runc only, and naming it keeps a
 #   crun installed later from being picked.
@@ -45,6 +46,11 @@ BASE_IMAGE="localhost/volume-quota-base:bookworm-python3"
 DEBIAN_MIRROR="${VOLUME_QUOTA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CA_BUNDLE="${VOLUME_QUOTA_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 JAR="deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
+# The JMX exporter agent: its version is the Dockerfile's ARG, fetched with mvn (Maven Central)
+# into deploy/container/target/ for the build context.
+JMX_EXPORTER_VERSION="$(sed -n 's/^ARG JMX_EXPORTER_VERSION=//p' deploy/container/Dockerfile)"
+AGENT="deploy/container/target/jmx_prometheus_javaagent.jar"
+AGENT_VERSION_FILE="deploy/container/target/jmx_prometheus_javaagent.version"
 # The flags every podman command needs here (see above); tests/container passes the same.
 PODMAN=(podman --runtime runc)
 LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
@@ -90,12 +96,25 @@ else
     (cd deploy/broker-plugin && mvn -q -B -DskipTests package) >&2
 fi
 
+if [[ -f "$AGENT" && "$(cat "$AGENT_VERSION_FILE" 2>/dev/null)" == "$JMX_EXPORTER_VERSION" ]]; then
+    say "JMX exporter agent $JMX_EXPORTER_VERSION exists, reused"
+else
+    say "fetching the JMX exporter agent $JMX_EXPORTER_VERSION (mvn dependency:copy)"
+    mkdir -p "$(dirname "$AGENT")"
+    mvn -q -B dependency:copy \
+        "-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:$JMX_EXPORTER_VERSION" \
+        "-DoutputDirectory=$(dirname "$AGENT")" >&2
+    mv "$(dirname "$AGENT")/jmx_prometheus_javaagent-$JMX_EXPORTER_VERSION.jar" "$AGENT"
+    echo "$JMX_EXPORTER_VERSION" >"$AGENT_VERSION_FILE"
+fi
+
 say "building $IMAGE (target $TARGET)"
 start=$SECONDS
 "${PODMAN[@]}" build "${LIMITS[@]}" --network host \
     --secret "id=ca,src=$CA_BUNDLE" \
     --build-arg "PYTHON_IMAGE=$BASE_IMAGE" \
     --build-arg PLUGIN_JAR=context \
+    --build-arg "JMX_EXPORTER_VERSION=$JMX_EXPORTER_VERSION" \
     --ignorefile deploy/container/Dockerfile.dockerignore \
     -f deploy/container/Dockerfile --target "$TARGET" -t "$IMAGE" . >&2
 say "built $IMAGE in $((SECONDS - start)) s, $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE") bytes"
