@@ -12,7 +12,8 @@ is strict JSON (I-JSON, RFC 7493, less its number rule, since byte counts need 6
   the sign, jiter's Python binding and Python's own int() do not: the shortest limit wins);
 - at most ``MAX_NESTING_DEPTH`` levels of arrays and objects (the top-level object is level 1).
 
-Parsing is ``jiter``'s, the parser inside pydantic, with its strict options.
+Parsing is ``jiter``'s (the Python binding of the Rust parser that pydantic is built on) with
+its strict options; the two limits it does not check are ``text_limit_problem``'s.
 """
 
 from __future__ import annotations
