@@ -15,15 +15,14 @@ from publisher.topic_requirements import TopicRequirements
 from volume_quota.broker_identity import BrokerIdentityError, broker_identity
 from volume_quota.certificate_files import TlsFiles
 from volume_quota.config.concerns import (
-    AgentSettings,
     ConnectionSettings,
     DecidingSettings,
     HttpSettings,
     PolicySettings,
     PublishingSettings,
-    SignatureSettings,
 )
 from volume_quota.config.sources import describe_setting
+from volume_quota.config.trust import AgentSettings, SignatureSettings
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import KafkaConnection
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BeforeValidator,
     Field,
     SecretStr,
@@ -22,9 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from consumer.decision_topic import DEFAULT_DECISIONS_TOPIC
 from consumer.policy import DecisionPolicy
-from consumer.signatures import SignatureMode, identity_pattern
 from publisher.topic_requirements import (
     DEFAULT_MIN_COMPACTION_LAG_SECONDS,
     DEFAULT_SEGMENT_SECONDS,
@@ -51,10 +48,6 @@ def _comma_separated(value: Any) -> Any:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
-
-
-def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
 
 
 def _upper(value: Any) -> Any:
@@ -290,67 +283,6 @@ class PolicySettings(SettingsBase):
         )
 
 
-def _semicolon_separated(value: Any) -> Any:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(";") if part.strip()]
-    return value
-
-
-def _one_broker_placeholder(rules: list[str]) -> list[str]:
-    for rule in rules:
-        identity_pattern(rule)  # raises ValueError naming the rule
-    return rules
-
-
-class SignatureSettings(SettingsBase):
-    """Who may speak for which broker: checking the signatures of snapshot messages."""
-
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
-
-    snapshot_signatures: Annotated[SignatureMode, BeforeValidator(_lower)] = Field(
-        SignatureMode.ACCEPT,
-        **help_text(
-            "accept (do not check), warn (check, count and log failures) or require (reject "
-            "unsigned or wrongly signed snapshots)",
-            "accept|warn|require",
-        ),
-    )
-    signer_identities: Annotated[
-        list[str],
-        NoDecode,
-        BeforeValidator(_semicolon_separated),
-        AfterValidator(_one_broker_placeholder),
-    ] = Field(
-        default_factory=list,
-        **help_text(
-            "certificate identities that may sign for one broker, {broker} standing for its id, "
-            "e.g. CN=kafka-{broker}; ';'-separated",
-            "RULE;...",
-        ),
-    )
-    cluster_signers: Annotated[list[str], NoDecode, BeforeValidator(_semicolon_separated)] = Field(
-        default_factory=list,
-        **help_text(
-            "certificate identities that may sign for every broker (a cluster-level "
-            "publisher, the operator who retires brokers), e.g. CN=volume-quota-agent; "
-            "';'-separated",
-            "IDENTITY;...",
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _someone_may_sign(self) -> SignatureSettings:
-        if self.snapshot_signatures is not SignatureMode.ACCEPT and not (
-            self.signer_identities or self.cluster_signers
-        ):
-            raise ValueError(
-                f"{describe_setting('snapshot_signatures')}={self.snapshot_signatures.value} "
-                f"needs {describe_setting('signer_identities')} or "
-                f"{describe_setting('cluster_signers')}: otherwise no snapshot could be trusted"
-            )
-        return self
-
-
 class DecidingSettings(PolicySettings):
     """The decider: where the decision goes, how long it is valid, how often brokers are asked."""
 
@@ -377,22 +309,6 @@ class DecidingSettings(PolicySettings):
         if path is not None and not path.is_absolute():
             raise ValueError(f"{path} is not an absolute path")
         return path
-
-
-class AgentSettings(SettingsBase):
-    """The cluster-level agent's own: where its decisions go for the brokers' callbacks."""
-
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
-
-    decisions_topic: str = Field(
-        DEFAULT_DECISIONS_TOPIC,
-        min_length=1,
-        max_length=249,
-        pattern=r"^[A-Za-z0-9._-]+$",
-        **help_text(
-            "the compacted topic the callbacks read each decision from (key 'cluster')", "NAME"
-        ),
-    )
 
 
 class HttpSettings(SettingsBase):
