@@ -5,6 +5,7 @@ Typical use::
     with LocalKafkaCluster(tmp_dir, broker_count=3) as cluster:
         grant_volume_quota_acls(cluster)
         producer = confluent_kafka.Producer(cluster.client_config("publisher"))
+        issue_client(cluster, "app-a", topics_write=["orders"])  # an ordinary principal
 
 Or from a shell: ``python -m local_cluster start --brokers 3 --dir /tmp/vq-cluster``.
 """
@@ -18,6 +19,7 @@ from local_cluster.acls import (
     volume_quota_acl_bindings,
 )
 from local_cluster.broker_config import BrokerFiles, BrokerPorts
+from local_cluster.clients import client_acl_bindings, issue_client
 from local_cluster.cluster import ClientConfig, LocalKafkaCluster
 from local_cluster.errors import LocalClusterError
 from local_cluster.jars import ensure_kafka_jars, kafka_version
@@ -28,6 +30,8 @@ from local_cluster.pki import (
     IdentityFiles,
     read_certificate,
 )
+from local_cluster.processes import broker_pid, die_with_parent, start_child
+from local_cluster.quota_callback import callback_cluster, callback_properties
 
 # A library does not print: without a handler configured by the application, the internal
 # clients' librdkafka messages (refused connections while brokers boot) are dropped.
@@ -44,10 +48,17 @@ __all__ = [
     "IdentityFiles",
     "LocalClusterError",
     "LocalKafkaCluster",
+    "broker_pid",
+    "callback_cluster",
+    "callback_properties",
+    "client_acl_bindings",
+    "die_with_parent",
     "ensure_kafka_jars",
     "grant_sidecar_acls",
     "grant_volume_quota_acls",
+    "issue_client",
     "kafka_version",
     "read_certificate",
+    "start_child",
     "volume_quota_acl_bindings",
 ]
