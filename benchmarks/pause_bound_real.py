@@ -1,0 +1,108 @@
+"""The PAUSE bound on the real 3-broker cluster, both clients: ``python -m
+benchmarks.pause_bound_real --connections 1,8,32``.
+
+For each connection count N, one principal of Kafka's Java producer (on broker 0) and one of
+librdkafka (on broker 1), each with N connections (own client ids), produce 0.8 x base
+(``--base-mib``, default 2 MiB/s; see tests/e2e/pause_bound.py) together, then a PAUSE of
+``--hold`` seconds (broker 2's tmpfs volume filled past the hard limit, real sidecars), then
+OPEN. Prints one row per producer and a summary per principal. Needs root (tmpfs), Java 17,
+Maven and the callback jar (`mvn -q -B package` in deploy/broker-plugin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.machine import describe_machine
+from tests.e2e.pause_bound import (
+    BASE_RATE,
+    MIB,
+    PauseRun,
+    ProducerGroup,
+    compile_java_producers,
+    pause_bound_cluster,
+    run_pause,
+)
+from tests.e2e.pause_figures import (
+    ROW_HEADER,
+    ProducerFigures,
+    paused_principal_rate,
+    producer_figures,
+)
+
+SUMMARY_HEADER = (
+    "| client | N | longest stall (s), producer | slowest back to 90 % (s), producer | "
+    "oldest record at ack (s) | records failed | paused rate, 2nd half (KiB/s) | "
+    "principal floor F (KiB/s) |\n|---|---|---|---|---|---|---|---|"
+)
+
+
+def summary(
+    group: ProducerGroup, rows: list[ProducerFigures], run: PauseRun, base_rate: int
+) -> str:
+    stall = max(rows, key=lambda row: row.longest_stall_s)
+    slowest = max(rows, key=lambda row: 1e9 if row.recovery_s is None else row.recovery_s)
+    recovery = "never" if slowest.recovery_s is None else f"{slowest.recovery_s:.1f}"
+    paused = paused_principal_rate(group.windows(), run.paused_at, run.opened_at)
+    floor = min(base_rate, max(256 * 1024, group.connections * 1024 * 1024 / 12))
+    return (
+        f"| {group.client} | {group.connections} | {stall.longest_stall_s:.1f} "
+        f"(#{stall.producer}) | {recovery} (#{slowest.producer}) | "
+        f"{max(row.max_latency_s for row in rows):.1f} | {sum(row.failed for row in rows)} | "
+        f"{paused / 1024:.0f} | {floor / 1024:.0f} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--connections", default="1,8,32", help="comma-separated counts")
+    parser.add_argument("--clients", default="java,rdkafka")
+    parser.add_argument("--hold", type=float, default=60.0, help="PAUSE length, seconds")
+    parser.add_argument(
+        "--shared-client-id", action="store_true", help="all N connections share one client.id"
+    )
+    parser.add_argument("--base-mib", type=float, default=BASE_RATE / MIB, help="base, MiB/s")
+    args = parser.parse_args(argv)
+    counts = [int(text) for text in args.connections.split(",")]
+    clients = args.clients.split(",")
+    base_rate = int(args.base_mib * MIB)
+    print(f"machine: {describe_machine()}")
+    print(f"start: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
+    print(f"base {base_rate / MIB:g} MiB/s, PAUSE {args.hold:g} s, connections {counts}")
+    rows: list[str] = []
+    summaries: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pause-bound-") as directory:
+        base = Path(directory)
+        java_classes = compile_java_producers(base / "java-classes")
+        with pause_bound_cluster(base / "cluster", base_rate) as cluster:
+            for count in counts:
+                groups = [
+                    ProducerGroup(client, count, f"{client}-{count}", f"data-{client}-{count}",
+                                  leader, base, args.shared_client_id)
+                    for leader, client in enumerate(clients)
+                ]  # fmt: skip
+                started = time.time()
+                run = run_pause(cluster, groups, java_classes, hold_s=args.hold, after_open_s=45)
+                print(f"N={count}: {time.time() - started:.0f} s, load {os.getloadavg()}")
+                for group in groups:
+                    figures = producer_figures(
+                        group.client, group.principal, group.windows(), run.paused_at,
+                        run.opened_at,
+                    )  # fmt: skip
+                    rows += [row.row() for row in figures]
+                    summaries.append(summary(group, figures, run, base_rate))
+                    print(summaries[-1], flush=True)
+    print(f"end: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
+    print("\n" + SUMMARY_HEADER + "\n" + "\n".join(summaries))
+    print("\n" + ROW_HEADER + "\n" + "\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
