@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from local_cluster import LocalKafkaCluster, grant_sidecar_acls
+from local_cluster.clients import issue_client
 from schemas.decision import QuotaState, ReasonKind
 from tests.e2e.cluster_harness import (
     BASE_RATE,
@@ -112,8 +113,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SelfThrottling
                 open_decider.start()
                 for leader in (0, 1):
                     create_data_topic(kafka, f"data-on-broker-{leader}", leader)
+                    # An ordinary principal, allowed to write its own topic only.
+                    issue_client(kafka, f"app-{leader}", topics_write=[f"data-on-broker-{leader}"])
                 probes = [
-                    RateProbe(kafka.client_config("admin"), f"data-on-broker-{leader}").start()
+                    RateProbe(
+                        kafka.client_config(f"app-{leader}"), f"data-on-broker-{leader}"
+                    ).start()
                     for leader in (0, 1)
                 ]
                 yield SelfThrottlingCluster(
