@@ -42,7 +42,6 @@ def test_the_sidecar_principal_and_the_operators_are_never_throttled(
     assert excluded.split(";") == [
         "User:volume-quota-sidecar",
         "User:kafka-admin",
-        "User:mirror-maker",
         "User:cruise-control",
     ]
 
