@@ -52,7 +52,9 @@ def test_attach_mode_renders_no_kafka_of_its_own(attached: list[Manifest]) -> No
     service = find(attached, "Service")
     assert service["metadata"]["name"] == f"{FULLNAME}-metrics"
     assert service["spec"]["selector"] == {"app": "kafka", "role": "broker"}
-    assert [port["name"] for port in service["spec"]["ports"]] == ["metrics"]
+    # The sidecars' metrics, and the brokers' JMX exporter agent (kafka.metrics, on with the
+    # monitoring).
+    assert [port["name"] for port in service["spec"]["ports"]] == ["metrics", "broker-metrics"]
 
 
 def test_the_monitoring_follows_the_metrics_service(attached: list[Manifest]) -> None:

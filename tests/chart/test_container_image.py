@@ -72,8 +72,11 @@ def test_the_sidecar_target_is_the_default_and_installs_no_extras() -> None:
     default = list(stages)[-1]
     instructions = _chain(stages, default)
     assert ("CMD", '["volume-quota", "sidecar"]') in instructions
+    # ARGs with a default (a stage's bare `ARG NAME` only brings a global one into scope).
     arguments = dict(
-        argument.split("=", 1) for instruction, argument in _instructions() if instruction == "ARG"
+        argument.split("=", 1)
+        for instruction, argument in _instructions()
+        if instruction == "ARG" and "=" in argument
     )
     assert arguments["PYTHON_IMAGE"] == "python:3.11-slim"
     assert "eclipse-temurin-17" in arguments["MAVEN_IMAGE"]

@@ -43,12 +43,20 @@ def _effective(spec: Manifest, entry: Manifest, key: str) -> Any:
         ),
         (
             "production",
-            {"install-broker-plugin", "kafka", "volume-quota", "grant-acls", "check-sidecars"},
+            {
+                "install-broker-plugin",
+                "install-metrics-agent",
+                "kafka",
+                "volume-quota",
+                "grant-acls",
+                "check-sidecars",
+            },
         ),
         (
             "own-cluster-values.yaml",
             {
                 "install-broker-plugin",
+                "install-metrics-agent",
                 "discover-rack",
                 "kafka",
                 "volume-quota",

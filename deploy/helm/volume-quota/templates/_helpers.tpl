@@ -237,6 +237,40 @@ becomes its log dir, or an absolute path, given as is.
 {{- end -}}
 {{- end -}}
 
+{{/*
+"true" when the brokers run the Prometheus JMX exporter agent for the callback's metrics
+(kafka.metrics), else empty. kafka.metrics.enabled null: on with the ServiceMonitor or the
+PrometheusRule. Never without the callback (quota.enabled).
+*/}}
+{{- define "volume-quota.brokerMetricsEnabled" -}}
+{{- $metrics := .Values.kafka.metrics | default dict -}}
+{{- $enabled := $metrics.enabled -}}
+{{- if kindIs "invalid" $enabled -}}
+{{- $enabled = or .Values.serviceMonitor.enabled .Values.prometheusRule.enabled -}}
+{{- end -}}
+{{- if and $enabled .Values.quota.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The exporter configuration the image ships (deploy/container/jmx-exporter). */}}
+{{- define "volume-quota.metricsConfigFile" -}}
+{{- if .Values.kafka.metrics.kafkaMetrics -}}volume-quota-callback-and-kafka.yaml{{- else -}}volume-quota-callback.yaml{{- end -}}
+{{- end -}}
+
+{{/* The agent and its configuration in the broker pod (the broker-plugin volume). */}}
+{{- define "volume-quota.metricsAgentJar" -}}
+{{- printf "%s/%s" (include "volume-quota.pluginDir" .) (base .Values.sidecar.image.metricsAgentPath) -}}
+{{- end -}}
+
+{{/* The broker JVM option that loads the agent (added to KAFKA_OPTS of the broker only). */}}
+{{- define "volume-quota.metricsAgentOption" -}}
+{{- printf "-javaagent:%s=%d:%s/%s" (include "volume-quota.metricsAgentJar" .) (int .Values.kafka.metrics.port) (include "volume-quota.pluginDir" .) (include "volume-quota.metricsConfigFile" .) -}}
+{{- end -}}
+
+{{/* Prometheus' job label of the brokers' agent targets (set by the ServiceMonitor). */}}
+{{- define "volume-quota.brokerMetricsJob" -}}
+{{- printf "%s-broker" (include "volume-quota.fullname" .) -}}
+{{- end -}}
+
 {{- define "volume-quota.metricsServiceComponent" -}}
 {{- if .Values.kafka.enabled -}}kafka-headless{{- else -}}sidecar-metrics{{- end -}}
 {{- end -}}
@@ -276,6 +310,12 @@ becomes its log dir, or an absolute path, given as is.
 {{- if not .Values.attach.podSelector -}}
 {{- fail "kafka.enabled=false (attach mode) needs attach.podSelector: the labels of the existing broker pods" -}}
 {{- end -}}
+{{- end -}}
+{{- if and (eq (toString .Values.kafka.metrics.enabled) "true") (not .Values.quota.enabled) -}}
+{{- fail "kafka.metrics.enabled=true needs quota.enabled=true: the brokers' agent exports the quota callback's metrics, which only a loaded callback has" -}}
+{{- end -}}
+{{- if and (include "volume-quota.brokerMetricsEnabled" .) (has (int .Values.kafka.metrics.port) (list (int .Values.sidecar.metricsPort) (int .Values.kafka.ports.client) (int .Values.kafka.ports.internal) (int .Values.kafka.ports.controller))) -}}
+{{- fail (printf "kafka.metrics.port %d is already used by the sidecar or a Kafka listener" (int .Values.kafka.metrics.port)) -}}
 {{- end -}}
 {{- $_ := include "volume-quota.volumeLimits" . -}}
 {{- end -}}

@@ -140,6 +140,28 @@ volumeMounts:
     mountPath: {{ include "volume-quota.pluginDir" . }}
 {{- end -}}
 
+{{/*
+The init container that copies the Prometheus JMX exporter agent and its configuration
+(kafka.metrics) next to the callback jar, on the broker-plugin volume.
+*/}}
+{{- define "volume-quota.metricsAgentInitContainer" -}}
+name: install-metrics-agent
+image: {{ include "volume-quota.sidecarImage" . }}
+imagePullPolicy: {{ .Values.sidecar.image.pullPolicy }}
+command:
+  - cp
+  - {{ .Values.sidecar.image.metricsAgentPath }}
+  - {{ .Values.sidecar.image.metricsConfigDir }}/{{ include "volume-quota.metricsConfigFile" . }}
+  - {{ include "volume-quota.pluginDir" . }}/
+securityContext:
+  {{- toYaml .Values.sidecar.securityContext | nindent 2 }}
+resources:
+  {{- toYaml .Values.sidecar.resources | nindent 2 }}
+volumeMounts:
+  - name: broker-plugin
+    mountPath: {{ include "volume-quota.pluginDir" . }}
+{{- end -}}
+
 {{/* The pod volumes the sidecar and the callback need (a list). */}}
 {{- define "volume-quota.sidecarPodVolumes" -}}
 {{- if .Values.quota.enabled }}
