@@ -11,6 +11,7 @@ This is the one consumer loop: ``volume-quota decide`` and ``sidecar`` run it un
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +107,10 @@ class DecisionService:
         # the beginning cannot make the state older: stale replays are ignored per broker.
         if not self._caught_up_once and self._source.caught_up:
             self._caught_up_once = True
+            # What the catch-up built (every broker's state) lives as long as the process: keep
+            # the cyclic collector from scanning it again and again (about 2x faster decoding,
+            # benchmarks/decision_speed.py).
+            gc.freeze()
         return self._caught_up_once
 
     def replace_source(
@@ -187,12 +192,21 @@ class DecisionService:
             log.warning("snapshot topic not readable yet", error=str(error))
 
     def _read_available(self) -> None:
+        # While catching up, every object made is kept (the cluster state) or freed by
+        # reference counting: pausing the cyclic collector halves the cold start (10,000
+        # brokers, docs/reliability.md).
+        paused = not self._caught_up_once and gc.isenabled()
+        if paused:
+            gc.disable()
         try:
             for record in self._source.poll(self._timing.poll_timeout_seconds):
                 self._apply(record)
         except Exception as error:  # transport trouble: counted, retried next turn
             self._metrics.read_errors.inc()
             log.warning("reading the snapshot topic failed", error=str(error))
+        finally:
+            if paused:
+                gc.enable()
 
     def _apply(self, record: TopicRecord) -> None:
         if not self._signed_well_enough(record):
