@@ -3,7 +3,10 @@
 #
 #   - helm, pinned, built from source with the Go toolchain (`go install`, module proxy);
 #   - @kubernetes-models/prometheus-operator, pinned, from npm: the validators generated from the
-#     prometheus-operator CRD schemas, used to check the ServiceMonitor and PrometheusRule.
+#     prometheus-operator CRD schemas, used to check the ServiceMonitor and PrometheusRule;
+#   - promtool (Debian's package prometheus, apt-get, when missing): checks the alert rules'
+#     PromQL and runs their unit tests (tests/chart/test_alert_rules.py). Only the package is
+#     installed; no Prometheus server is started.
 #
 # (The built-in Kubernetes kinds are validated with the JSON schemas of the Python package
 # kubernetes-validate, a dev dependency in pyproject.toml, not installed here.)
@@ -68,6 +71,19 @@ install_prometheus_operator_models() {
         "@kubernetes-models/prometheus-operator@$PROMETHEUS_OPERATOR_MODELS_VERSION" >&2
 }
 
+install_promtool() {
+    if command -v promtool >/dev/null; then
+        echo "promtool already installed ($(command -v promtool))" >&2
+        return
+    fi
+    command -v apt-get >/dev/null ||
+        { echo "install-helm.sh: promtool is needed (e.g. Debian's package prometheus)" >&2; exit 1; }
+    echo "installing promtool (Debian package prometheus, apt-get)" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
+}
+
 install_helm
 install_prometheus_operator_models
+install_promtool
 echo "$helm_bin"
