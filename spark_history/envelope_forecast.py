@@ -33,14 +33,13 @@ topic adds a step that a line reads as fast growth. The method here:
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
 
+from spark_history.envelope_steps import Teeth, remove_steps, teeth_of
 from spark_history.robust_trend import (
     FloatArray,
     SlopeEstimate,
@@ -87,6 +86,14 @@ class ForecastParams:
     knee_fraction: float = 0.5
     """Plateau when the last ``recent_hours`` grew significantly slower than this fraction of
     the fitted slope."""
+    replacement_fraction: float = 0.1
+    """An hour whose minimum is under this fraction of capacity, after an hour whose maximum
+    was over three times it, is a disk replacement: the history before is not this disk's."""
+    replacement_settle_hours: float = 8.0
+    """Re-replication after a replacement: hours skipped after the collapse."""
+    weekly_min_hours: float = 160.0
+    """History needed (about a week) before the weekly rate may replace a flat 72 h fit."""
+    weekly_recent_fraction: float = 0.2
     full_free_fraction: float = 0.001
     """A volume whose newest snapshot has at most this fraction of capacity free is full."""
     retired_after_hours: float = 24.0
@@ -136,14 +143,18 @@ def forecast_hourly(
     maxima: FloatArray,
     capacity: float,
     params: ForecastParams | None = None,
+    *,
+    minima: FloatArray | None = None,
 ) -> VolumeForecast:
-    """Forecast one volume from its hourly maxima (``bucket_hours`` relative to ``at``, < 0)."""
+    """Forecast one volume from its hourly maxima (``bucket_hours`` relative to ``at``, < 0);
+    the hourly minima, when given, reveal a disk replacement the maxima hide."""
     params = params or ForecastParams()
     order = np.argsort(bucket_hours)
     hours = np.asarray(bucket_hours, dtype=np.float64)[order]
     values = np.asarray(maxima, dtype=np.float64)[order]
+    lows = values if minima is None else np.asarray(minima, dtype=np.float64)[order]
     keep = (hours > -params.lookback_hours) & (hours <= 0)
-    hours, values = hours[keep], values[keep]
+    hours, values = _after_replacement(hours[keep], values[keep], lows[keep], capacity, params)
     if (
         hours.size < 2
         or hours[-1] - hours[0] < params.min_hours_of_data
@@ -152,28 +163,76 @@ def forecast_hourly(
         level = float(values[-1]) if values.size else math.nan
         return _no_fill(Trend.INSUFFICIENT_DATA, level)
 
-    adjusted, steps, drop_mask, jump_threshold = _remove_steps(hours, values, capacity, params)
+    adjusted, steps, drop_mask, jump_threshold = remove_steps(hours, values, capacity, params)
     drops = int(drop_mask.sum())
     fit_start = hours[-1] - params.fit_hours
+    # After a gap, reach back whole days until the window holds half its hours of data.
+    while np.count_nonzero(hours > fit_start) < params.fit_hours / 2 and fit_start > hours[0]:
+        fit_start -= 24.0
     if drops:
-        teeth = _teeth(hours, adjusted, drop_mask)
+        teeth = teeth_of(hours, adjusted, drop_mask)
         # A quarter of a typical drop above the old ceiling is a new regime, not jitter.
         tolerance = max(jump_threshold, 0.25 * teeth.typical_drop)
         if teeth.tail_peak <= teeth.previous_peak + tolerance:
-            # Below the ceiling where retention (or a clean-up) cut usage before.
-            level = float(teeth.tail_peak)
-            if teeth.complete.shape[1] < 3:
-                return _no_fill(Trend.RETENTION, level, None, steps, drops)
-            peaks = theil_sen(teeth.complete[0], teeth.complete[1], params.confidence)
-            if not peaks.low > 0:
-                return _no_fill(Trend.RETENTION, level, peaks, steps, drops)
-            # The ceiling itself rises: fill when the peaks' line reaches capacity.
-            level = float(teeth.complete[1][-1]) - peaks.slope * float(teeth.complete[0][-1])
-            return _fill(peaks, level, capacity, params, steps=steps, drops=drops)
+            return _retention(teeth, capacity, params, steps, drops)
         # Climbed past its old ceiling: only the climb since the last drop tells the rate.
         if np.count_nonzero(hours > teeth.last_drop_hour) >= params.min_hours_of_data / 2:
             fit_start = max(fit_start, teeth.last_drop_hour - 1.0)
+    return _fit_trend(hours, adjusted, fit_start, capacity, params, counts=(steps, drops))
 
+
+def _after_replacement(
+    hours: FloatArray,
+    values: FloatArray,
+    lows: FloatArray,
+    capacity: float,
+    params: ForecastParams,
+) -> tuple[FloatArray, FloatArray]:
+    """Drop the history before a disk replacement and its re-replication.
+
+    A replaced disk starts nearly empty and refills from its replicas within hours: neither
+    the collapse nor the refill is retention or growth. Only the hours after
+    ``replacement_settle_hours`` past the newest collapse are kept.
+    """
+    if values.size < 2:
+        return hours, values
+    # The hour's minimum shows the nearly empty new disk (re-replication refills it within
+    # hours, so the maximum may not); retention deletes a few percent, never most of it.
+    collapses = np.nonzero(
+        (lows[1:] < params.replacement_fraction * capacity)
+        & (values[:-1] > 3 * params.replacement_fraction * capacity)
+    )[0]
+    if collapses.size == 0:
+        return hours, values
+    keep = hours > hours[collapses[-1] + 1] + params.replacement_settle_hours
+    return hours[keep], values[keep]
+
+
+def _retention(
+    teeth: Teeth, capacity: float, params: ForecastParams, steps: int, drops: int
+) -> VolumeForecast:
+    """Below the ceiling where retention (or a clean-up) cut usage before."""
+    level = float(teeth.tail_peak)
+    if teeth.complete.shape[1] < 3:
+        return _no_fill(Trend.RETENTION, level, None, steps, drops)
+    peaks = theil_sen(teeth.complete[0], teeth.complete[1], params.confidence)
+    if not peaks.low > 0:
+        return _no_fill(Trend.RETENTION, level, peaks, steps, drops)
+    # The ceiling itself rises: fill when the peaks' line reaches capacity.
+    level = float(teeth.complete[1][-1]) - peaks.slope * float(teeth.complete[0][-1])
+    return _fill(peaks, level, capacity, params, steps=steps, drops=drops)
+
+
+def _fit_trend(
+    hours: FloatArray,
+    adjusted: FloatArray,
+    fit_start: float,
+    capacity: float,
+    params: ForecastParams,
+    *,
+    counts: tuple[int, int],
+) -> VolumeForecast:
+    steps, drops = counts
     in_fit = hours > fit_start
     fit_hours = hours[in_fit]
     smooth = without_daily_cycle(fit_hours, adjusted[in_fit])
@@ -186,11 +245,42 @@ def forecast_hourly(
     level = _level(hours[in_fit], adjusted[in_fit], estimate.slope, params)
     if estimate.high < 0:
         return _no_fill(Trend.SHRINKING, level, estimate, steps, drops)
-    if not estimate.low > 0:
-        return _no_fill(Trend.FLAT, level, estimate, steps, drops)
-    if _growth_stopped(fit_hours, smooth, estimate, recent_estimate, params):
-        return _no_fill(Trend.PLATEAU, level, estimate, steps, drops)
-    return _fill(estimate, level, capacity, params, steps=steps, drops=drops)
+    stopped = estimate.low > 0 and _growth_stopped(
+        fit_hours, smooth, estimate, recent_estimate, params
+    )
+    if estimate.low > 0 and not stopped:
+        return _fill(estimate, level, capacity, params, steps=steps, drops=drops)
+    # A knee (growth stopped inside the window) is a plateau even if the week grew: only a
+    # window that looks flat overall may be the quiet part of a weekly cycle.
+    weekly = None if stopped else _weekly_rate(hours, adjusted, recent_estimate, params)
+    if weekly is not None:
+        level = _level(hours[in_fit], adjusted[in_fit], weekly.slope, params)
+        return _fill(weekly, level, capacity, params, steps=steps, drops=drops)
+    trend = Trend.PLATEAU if stopped else Trend.FLAT
+    return _no_fill(trend, level, estimate, steps, drops)
+
+
+def _weekly_rate(
+    hours: FloatArray, adjusted: FloatArray, recent: SlopeEstimate, params: ForecastParams
+) -> SlopeEstimate | None:
+    """The rate over a whole week, when the last days look flat but the week grew.
+
+    A weekend (or a quiet day) slows growth to a fraction of the weekday rate: over three
+    days it reads as flat or as a knee. With a week of data, the slope over the whole week
+    averages the weekly cycle; it is used when significant and when the recent hours still
+    grew significantly, at ``weekly_recent_fraction`` of it or more (a true plateau does not).
+    """
+    if hours[-1] - hours[0] < params.weekly_min_hours:
+        return None
+    smooth = without_daily_cycle(hours, adjusted)
+    week = theil_sen(hours, smooth, params.confidence)
+    if (
+        week.low > 0
+        and recent.low > 0
+        and recent.slope >= params.weekly_recent_fraction * week.slope
+    ):
+        return week
+    return None
 
 
 def _growth_stopped(
@@ -262,78 +352,6 @@ def _no_fill(
     estimate = estimate or SlopeEstimate(math.nan, math.nan, math.nan)
     return VolumeForecast(
         trend, estimate.slope, estimate.low, estimate.high, level, None, None, None, steps, drops
-    )
-
-
-def _remove_steps(
-    hours: FloatArray, values: FloatArray, capacity: float, params: ForecastParams
-) -> tuple[FloatArray, int, npt.NDArray[np.bool_], float]:
-    """Shift the points before each up-step up by its size; flag retention drops.
-
-    Returns the adjusted series, the number of steps, a mask of points that follow a drop,
-    and the jump threshold used (a noise-level tolerance for comparing peaks).
-    """
-    jumps = np.diff(values)
-    # Changes are judged against the typical rate times the time they span: the growth
-    # accumulated across a gap in the history is not a step.
-    spans = np.maximum(np.diff(hours), 1.0)
-    rates = jumps / spans
-    drop_mask = np.zeros(values.size, dtype=bool)
-    if jumps.size < 3:
-        return values.copy(), 0, drop_mask, params.min_jump_fraction * capacity
-    # With two days or more, compare each hour's change with the same hour on other days:
-    # the daily cycle's own rises and falls then stop hiding steps and drops.
-    centre: FloatArray | float = float(np.median(rates))
-    if hours[-1] - hours[0] >= 48:
-        hour_of_day = np.mod(np.floor(hours[1:]), 24).astype(np.int64)
-        profile = np.zeros(24)
-        for hour in np.unique(hour_of_day):
-            profile[hour] = np.median(rates[hour_of_day == hour])
-        centre = profile[hour_of_day]
-    deviation = jumps - centre * spans
-    scale = 1.4826 * float(np.median(np.abs(deviation - np.median(deviation))))
-    threshold = max(params.jump_sigmas * scale, params.min_jump_fraction * capacity)
-    up = deviation > threshold
-    down = deviation < -threshold
-    drop_mask[1:] = down
-    # A step's size is its jump minus the typical change at that hour; older points move up.
-    sizes = np.where(up, deviation, 0.0)
-    shift_after = np.cumsum(sizes[::-1])[::-1]
-    adjusted = values.copy()
-    adjusted[:-1] += shift_after
-    return adjusted, int(up.sum()), drop_mask, threshold
-
-
-@dataclass(frozen=True, slots=True)
-class _Teeth:
-    """The envelope cut at retention drops: peaks of whole teeth, and where usage is now."""
-
-    complete: FloatArray
-    """2 x k array: (hour, value) of the peak of each tooth bounded by drops on both sides."""
-    previous_peak: float
-    """Highest point before the last drop."""
-    tail_peak: float
-    """Highest point since the last drop."""
-    last_drop_hour: float
-    typical_drop: float
-    """Median size of the drops."""
-
-
-def _teeth(hours: FloatArray, values: FloatArray, drop_mask: npt.NDArray[np.bool_]) -> _Teeth:
-    boundaries = np.nonzero(drop_mask)[0]
-    peaks = []
-    for start, end in itertools.pairwise(boundaries):
-        best = int(np.argmax(values[start:end])) + int(start)
-        peaks.append((hours[best], values[best]))
-    complete = np.asarray(peaks, dtype=np.float64).T.reshape(2, len(peaks))
-    last = int(boundaries[-1])
-    drop_sizes = values[boundaries - 1] - values[boundaries]
-    return _Teeth(
-        complete,
-        float(values[:last].max()),
-        float(values[last:].max()),
-        float(hours[last]),
-        float(np.median(drop_sizes)),
     )
 
 

@@ -35,6 +35,7 @@ def hourly_envelope(rows: DataFrame, at: datetime, lookback_hours: float) -> Dat
     )
     return window.groupBy("brokerId", "volumeName", "bucket").agg(
         F.max("consumed").alias("maxConsumed"),
+        F.min("consumed").alias("minConsumed"),
         F.max_by("consumed", "snapshotAt").alias("lastConsumed"),
         F.max_by("capacity", "snapshotAt").alias("capacity"),
         F.max_by("path", "snapshotAt").alias("path"),

@@ -30,6 +30,7 @@ HOURLY_COLUMNS: tuple[str, ...] = (
     "volumeName",
     "bucket",
     "maxConsumed",
+    "minConsumed",
     "lastConsumed",
     "capacity",
     "path",
@@ -98,7 +99,8 @@ def _forecast_fields(ordered: pd.DataFrame, params: ForecastParams) -> dict[str,
     else:
         midpoints = ordered["bucket"].to_numpy(dtype=np.float64) - 0.5
         maxima = ordered["maxConsumed"].to_numpy(dtype=np.float64)
-        result = forecast_hourly(midpoints, maxima, float(capacity), params)
+        minima = ordered["minConsumed"].to_numpy(dtype=np.float64)
+        result = forecast_hourly(midpoints, maxima, float(capacity), params, minima=minima)
     fields = _result_fields(result, float(capacity), float(consumed))
     fields["reason"] = reason
     return fields

@@ -30,6 +30,7 @@ def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: flo
     grouped = window.groupby(["brokerId", "volumeName", "bucket"], sort=False, observed=True)
     hourly = grouped.agg(
         maxConsumed=("consumed", "max"),
+        minConsumed=("consumed", "min"),
         lastConsumed=("consumed", "last"),
         capacity=("capacity", "last"),
         path=("path", "last"),

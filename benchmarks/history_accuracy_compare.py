@@ -1,0 +1,218 @@
+"""Forecast accuracy on two independent generators, against predict_linear over 6 h and 72 h.
+
+Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed on); generator
+2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
+replacement, resize, gaps, full volumes, retired brokers, duplicates, a skewed clock). The
+envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
+checks they agree). Scored per method, in the same run:
+
+- fills within the horizon (not full or retired): forecast, missed, median and p90 absolute
+  error in hours;
+- false fills on volumes that do not fill within the horizon;
+- band coverage (envelope only): the share of forecast fills whose true time lies in
+  [hoursToFullLow, hoursToFullHigh] (the band named 90%);
+- full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
+
+Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import history_scenarios
+from benchmarks.machine import describe_machine
+from spark_history import synthetic
+from spark_history.envelope_forecast import ForecastParams
+from spark_history.pandas_forecast import forecast_volumes_pandas
+from spark_history.predict_linear import FloatArray, predict_linear_hours
+
+Key = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    fill_hours: float | None
+    retired: bool = False
+
+
+@dataclass(frozen=True)
+class Prediction:
+    hours: float | None
+    low: float | None = None
+    high: float | None = None
+    trend: str = ""
+
+
+def _linear(
+    frame: pd.DataFrame, at: pd.Timestamp, horizon: float, window: float
+) -> dict[Key, Prediction]:
+    result = {}
+    for key, group in frame.groupby(["brokerId", "volumeName"], sort=False):
+        broker, volume = cast(tuple[int, str], key)
+        seconds = (group["snapshotAt"] - at).dt.total_seconds().to_numpy(dtype=np.float64)
+        hours: FloatArray = np.asarray(seconds / 3600.0, dtype=np.float64)
+        predicted = predict_linear_hours(
+            hours,
+            group["consumed"].to_numpy(dtype=np.float64),
+            float(group["capacity"].iloc[-1]),
+            horizon,
+            window_hours=window,
+        )
+        result[(int(broker), str(volume))] = Prediction(predicted)
+    return result
+
+
+def _envelope(
+    frame: pd.DataFrame, at: datetime, params: ForecastParams, tombstones: pd.DataFrame | None
+) -> dict[Key, Prediction]:
+    table = forecast_volumes_pandas(frame, at, params, tombstones)
+    result = {}
+    for row in table.to_dict("records"):
+        hours = float(row["hoursToFull"])
+        low, high = float(row["hoursToFullLow"]), float(row["hoursToFullHigh"])
+        result[(int(row["brokerId"]), str(row["volumeName"]))] = Prediction(
+            None if math.isnan(hours) else hours,
+            None if math.isnan(low) else low,
+            math.inf if math.isnan(high) else high,
+            str(row["trend"]),
+        )
+    return result
+
+
+def score(
+    cases: dict[Key, Case], predictions: dict[Key, Prediction], horizon: float
+) -> dict[str, object]:
+    errors, covered, fills, missed, false_fills, quiet = [], 0, 0, 0, 0, 0
+    full_ok = full = retired = retired_ok = 0
+    for key, case in cases.items():
+        predicted = predictions.get(key, Prediction(None))
+        if case.retired:
+            retired += 1
+            retired_ok += predicted.hours is None
+            continue
+        if case.fill_hours == 0.0:
+            full += 1
+            full_ok += predicted.hours == 0.0
+            continue
+        if case.fill_hours is not None and case.fill_hours <= horizon:
+            fills += 1
+            if predicted.hours is None:
+                missed += 1
+                continue
+            errors.append(abs(predicted.hours - case.fill_hours))
+            if predicted.low is not None and predicted.high is not None:
+                covered += predicted.low <= case.fill_hours <= predicted.high
+        else:
+            quiet += 1
+            false_fills += predicted.hours is not None
+    array = np.asarray(errors)
+    return {
+        "fills": fills,
+        "missed": missed,
+        "median": float(np.median(array)) if array.size else math.nan,
+        "p90": float(np.percentile(array, 90)) if array.size else math.nan,
+        "falseFills": f"{false_fills} / {quiet}",
+        "coverage": f"{100.0 * covered / array.size:.0f}%" if array.size and covered else "-",
+        "full": f"{full_ok} / {full}" if full else "-",
+        "retired": f"{retired_ok} / {retired}" if retired else "-",
+    }
+
+
+def _missed_by_kind(
+    cases: dict[Key, Case], predictions: dict[Key, Prediction], horizon: float
+) -> str:
+    """Missed / fills within the horizon, per kind of volume."""
+    fills: dict[str, list[int]] = {}
+    for key, case in cases.items():
+        if case.retired or case.fill_hours in (None, 0.0) or case.fill_hours > horizon:
+            continue
+        entry = fills.setdefault(case.kind, [0, 0])
+        entry[1] += 1
+        entry[0] += predictions.get(key, Prediction(None)).hours is None
+    return ", ".join(
+        f"{kind} missed {miss}/{total}" for kind, (miss, total) in sorted(fills.items())
+    )
+
+
+def first_generator(
+    seed: int, volumes: int
+) -> tuple[pd.DataFrame, None, dict[Key, Case], datetime]:
+    config = synthetic.HistoryConfig(interval_seconds=300.0)
+    traces = synthetic.make_traces(seed, volumes, config)
+    frame = synthetic.history_frame(traces, seed, config)
+    cases = {
+        (trace.broker_id, trace.volume_name): Case(trace.kind, trace.true_fill_hours)
+        for trace in traces
+    }
+    return frame, None, cases, config.at
+
+
+def second_generator(
+    seed: int, volumes: int, horizon: float
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
+    frame, tombstones, truths = history_scenarios.generate(seed, volumes, horizon)
+    cases = {
+        (truth.broker_id, truth.volume_name): Case(truth.kind, truth.fill_hours, truth.retired)
+        for truth in truths
+    }
+    return frame, tombstones, cases, history_scenarios.AT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--volumes", type=int, default=160)
+    parser.add_argument("--seed", type=int, default=2026)
+    arguments = parser.parse_args(argv)
+    params = ForecastParams()
+    horizon = params.horizon_hours
+    print(f"machine: {describe_machine()}")
+    print(
+        "| generator | method | fills | missed | median abs err (h) | p90 (h) | false fills "
+        "| 90% band coverage | full reported full | retired not forecast |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    generators = {
+        "1 (synthetic.py)": first_generator(arguments.seed, arguments.volumes),
+        "2 (history_scenarios.py)": second_generator(arguments.seed, arguments.volumes, horizon),
+    }
+    for name, (frame, tombstones, cases, at) in generators.items():
+        stamp = pd.Timestamp(at)
+        started = time.monotonic()
+        methods = {
+            "envelope forecast": _envelope(frame, at, params, tombstones),
+            "predict_linear 6 h": _linear(frame, stamp, horizon, 6.0),
+            "predict_linear 72 h": _linear(frame, stamp, horizon, 72.0),
+        }
+        for method, predictions in methods.items():
+            print(
+                f"{name} {method}: {_missed_by_kind(cases, predictions, horizon)}", file=sys.stderr
+            )
+            result = score(cases, predictions, horizon)
+            print(
+                f"| {name} | {method} | {result['fills']} | {result['missed']} | "
+                f"{result['median']:.1f} | {result['p90']:.1f} | {result['falseFills']} | "
+                f"{result['coverage'] if method.startswith('envelope') else '-'} | "
+                f"{result['full']} | {result['retired']} |"
+            )
+        print(
+            f"generator {name}: {len(frame):,} rows, {len(cases)} volumes, "
+            f"{time.monotonic() - started:.0f} s",
+            file=sys.stderr,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
