@@ -17,10 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
-from local_cluster import LocalKafkaCluster
+from local_cluster import IdentityFiles, LocalKafkaCluster
 from schemas.decision import QuotaDecision, QuotaState
 from tests.support import PLUGIN_JAR
 
@@ -172,9 +180,13 @@ class CallbackLog:
         self.offset = self.path.stat().st_size
 
     def applied(self, state: QuotaState) -> bool:
+        return self.seen(f"decision {state.value}")
+
+    def seen(self, text: str) -> bool:
+        """Whether ``text`` was logged since the mark."""
         with self.path.open("rb") as log:
             log.seek(self.offset)
-            return f"decision {state.value}".encode() in log.read()
+            return text.encode() in log.read()
 
 
 @dataclass
@@ -237,3 +249,146 @@ def write_timings(timings: Mapping[str, float]) -> None:
     target = os.environ.get("VOLUME_QUOTA_E2E_TIMINGS")
     if target:
         Path(target).write_text(json.dumps(dict(timings), indent=2))
+
+
+# ------------------------------------------------------------------ without sidecars
+# (issue 12: `volume-quota cluster-agent` + the callback's decision.source=topic)
+
+DECISIONS_TOPIC = "__volume_quota_decisions"
+OVERRIDE_TOPIC = "__volume_quota_overrides"
+
+
+def topic_callback_properties(bootstrap_servers: str, identity: IdentityFiles) -> dict[str, str]:
+    """The callback reading the decisions topic as ``identity`` (mTLS, PEM files), no file."""
+    properties = callback_properties(Path("/nonexistent"))
+    del properties["volume.quota.decision.path"]
+    consumer = "volume.quota.decision.consumer."
+    return {
+        **properties,
+        "volume.quota.decision.source": "topic",
+        "volume.quota.decision.topic": DECISIONS_TOPIC,
+        consumer + "bootstrap.servers": bootstrap_servers,
+        consumer + "security.protocol": "SSL",
+        consumer + "ssl.keystore.type": "PEM",
+        consumer + "ssl.keystore.location": str(identity.keystore),
+        consumer + "ssl.truststore.type": "PEM",
+        consumer + "ssl.truststore.location": str(identity.ca),
+    }
+
+
+def agent_acl_bindings(agent: str = "User:publisher", reader: str = "User:consumer") -> list[Any]:
+    """What `cluster-agent --help` asks for beyond the sidecar's snapshot-topic ACLs, and the
+    callbacks' READ + DESCRIBE on the decisions topic (no group: the callback assigns)."""
+
+    def allow(kind: ResourceType, name: str, principal: str, operation: AclOperation) -> AclBinding:
+        return AclBinding(
+            kind,
+            name,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            operation,
+            AclPermissionType.ALLOW,
+        )
+
+    bindings = [
+        allow(ResourceType.TOPIC, DECISIONS_TOPIC, agent, operation)
+        for operation in (
+            AclOperation.CREATE,
+            AclOperation.WRITE,
+            AclOperation.DESCRIBE,
+            AclOperation.DESCRIBE_CONFIGS,
+        )
+    ]
+    bindings += [
+        allow(ResourceType.TOPIC, OVERRIDE_TOPIC, agent, operation)
+        for operation in (AclOperation.READ, AclOperation.DESCRIBE)
+    ]
+    bindings.append(allow(ResourceType.BROKER, "kafka-cluster", agent, AclOperation.DESCRIBE))
+    bindings += [
+        allow(ResourceType.TOPIC, DECISIONS_TOPIC, reader, operation)
+        for operation in (AclOperation.READ, AclOperation.DESCRIBE)
+    ]
+    return bindings
+
+
+def agent_environment(
+    cluster: LocalKafkaCluster, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """`volume-quota cluster-agent` as ``publisher`` with the limits and timings of the sidecars."""
+    identity = cluster.identity_files("publisher")
+    base = {key: value for key, value in os.environ.items() if not key.startswith("VOLUME_QUOTA_")}
+    return {
+        **base,
+        "VOLUME_QUOTA_BOOTSTRAP_SERVERS": cluster.bootstrap_servers,
+        "VOLUME_QUOTA_TLS_CA_FILE": str(identity.ca),
+        "VOLUME_QUOTA_TLS_CERT_FILE": str(identity.cert),
+        "VOLUME_QUOTA_TLS_KEY_FILE": str(identity.key),
+        "VOLUME_QUOTA_TLS_VERIFY_HOSTNAME": "false",
+        "VOLUME_QUOTA_DECISIONS_TOPIC": DECISIONS_TOPIC,
+        "VOLUME_QUOTA_SOFT_LIMIT": f"MinFreeBytes:{SOFT_FREE}",
+        "VOLUME_QUOTA_HARD_LIMIT": f"MinFreeBytes:{HARD_FREE}",
+        "VOLUME_QUOTA_STALE_AFTER": f"{STALE_AFTER_S}s",
+        "VOLUME_QUOTA_DECISION_VALID_FOR": f"{STALE_AFTER_S}s",
+        "VOLUME_QUOTA_HEARTBEAT_INTERVAL": "2s",
+        "VOLUME_QUOTA_READINESS_MAX_AGE": "10s",
+        "VOLUME_QUOTA_LIVE_BROKER_REFRESH_INTERVAL": "1s",
+        "VOLUME_QUOTA_METRICS_PORT": "0",
+        "VOLUME_QUOTA_METRICS_HOST": "127.0.0.1",
+        **(extra or {}),
+    }
+
+
+@dataclass
+class DecisionTail:
+    """Every decision written to the decisions topic from now on, with its arrival time."""
+
+    config: Mapping[str, Any]
+    topic: str = DECISIONS_TOPIC
+    decisions: list[tuple[float, QuotaDecision]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> DecisionTail:
+        self._thread = threading.Thread(target=self._run, name="decision-tail", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            {**self.config, "group.id": "e2e-decision-tail", "enable.auto.commit": False}
+        )
+        consumer.assign([TopicPartition(self.topic, 0, OFFSET_END)])
+        try:
+            while not self._stop.is_set():
+                message = consumer.poll(0.2)
+                if message is None or message.error() is not None or message.value() is None:
+                    continue
+                try:
+                    decision = QuotaDecision.model_validate_json(message.value())
+                except ValueError:
+                    continue
+                self.decisions.append((time.monotonic(), decision))
+        finally:
+            consumer.close()
+
+    def since(self, start: float) -> list[QuotaDecision]:
+        return [decision for at, decision in list(self.decisions) if at >= start]
+
+    def latest(self) -> QuotaDecision | None:
+        return self.decisions[-1][1] if self.decisions else None
+
+    def first_at(self, state: QuotaState, since: float) -> float | None:
+        return next(
+            (
+                at
+                for at, decision in list(self.decisions)
+                if at >= since and decision.state is state
+            ),
+            None,
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

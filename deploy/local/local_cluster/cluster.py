@@ -86,6 +86,7 @@ class LocalKafkaCluster:
         die_with_parent: bool = True,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+        ports: Sequence[BrokerPorts] | None = None,
     ) -> None:
         """``log_dirs[i]`` lists broker i's data dirs (default ``broker-<i>/data``).
 
@@ -93,6 +94,9 @@ class LocalKafkaCluster:
         i only; both override the defaults (e.g. ``client.quota.callback.class``). Jars in
         ``extra_classpath`` (e.g. the quota plugin) are appended to the broker classpath.
         ``jars_dir`` skips :func:`ensure_kafka_jars` and uses that directory's jars.
+        ``ports`` fixes every node's ports up front (default: free ports chosen at the first
+        start), for properties that must name the cluster's own addresses (e.g. a broker plugin's
+        client bootstrap).
         """
         if broker_count < 1:
             raise LocalClusterError(f"broker_count must be at least 1, got {broker_count}")
@@ -104,6 +108,8 @@ class LocalKafkaCluster:
             raise LocalClusterError("every broker needs at least one log dir")
         if per_broker_properties is not None and len(per_broker_properties) != broker_count:
             raise LocalClusterError("per_broker_properties needs one mapping per broker")
+        if ports is not None and len(ports) != broker_count:
+            raise LocalClusterError("ports needs one BrokerPorts per broker")
         self.base_dir = base_dir.resolve()
         self.broker_count = broker_count
         self._files = [
@@ -128,7 +134,7 @@ class LocalKafkaCluster:
         self.stop_timeout_s = stop_timeout_s
         self._jvm: JvmSettings | None = None
         self._pki: ClusterPki | None = None
-        self._ports: list[BrokerPorts] | None = None
+        self._ports: list[BrokerPorts] | None = list(ports) if ports is not None else None
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # ----------------------------------------------------------------- lifecycle
