@@ -35,6 +35,8 @@ public final class ConfigRoute {
         properties.put("request.timeout.ms", "2000");
         properties.put("default.api.timeout.ms", "3000");
         try (Admin admin = Admin.create(properties)) {
+            // The first call finds the cluster (slow on a loaded machine); not part of any figure.
+            admin.describeCluster().nodes().get(60, TimeUnit.SECONDS);
             switch (args[1]) {
                 case "propagation" -> propagation(admin, Integer.parseInt(args[2]));
                 case "growth" -> growth(admin, Integer.parseInt(args[2]), Long.parseLong(args[3]), Path.of(args[4]));
