@@ -67,7 +67,7 @@ class BrokerSamples:
 class ReplayPolicy:
     """The consumer's knobs, with defaults suited to a history sampled every few minutes."""
 
-    stale_after_seconds: float = 900.0
+    stale_after_seconds: float = 1800.0
     on_missing_pause: bool = True
     retired_after_seconds: float = 24 * 3600.0
 

@@ -264,7 +264,7 @@ def _replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after-minutes",
         type=positive_number,
-        default=15.0,
+        default=30.0,
         metavar="MINUTES",
         help="in the replay, a live broker whose newest snapshot is older is unknown "
         "(default: %(default)g; the history is sampled more coarsely than the topic)",

@@ -128,6 +128,10 @@ def run_ingest(
     classified = classify_messages(messages, check_key=isinstance(source, KafkaSource))
     observed = classified.observe(MESSAGE_METRICS, *rejection_metrics())
     rows = volume_rows(observed).observe(ROW_METRICS, F.count(F.lit(1)).alias("rows"))
+    # Small files: without this every task writes a file into every date it saw, so an hourly
+    # run on a cluster adds (tasks x dates) files. Shuffled by date, a run adds one file per
+    # date partition it touches: 24 hourly runs leave 24 files in a day's partition.
+    rows = rows.repartition(F.col("date"))
     listener = _ProgressListener(stream)
     session.streams.addListener(listener)
     # Counts are read back from the query's progress history, which must cover every batch.

@@ -77,6 +77,8 @@ def table(frame: pd.DataFrame, columns: list[str], limit: int = 50) -> str:
     for column in shown.columns:
         if shown[column].dtype.kind == "f":
             shown[column] = shown[column].map(lambda v: "" if math.isnan(v) else f"{v:,.1f}")
+        elif shown[column].dtype.kind == "O":
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else v)
     return shown.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
 
 

@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 _DPI = 100
@@ -28,24 +29,10 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def usage_forecast_png(series: pd.DataFrame, forecast: pd.Series, horizon_hours: float) -> bytes:
-    """Used % (hourly max and min) of one volume, its forecast line, band and limits.
-
-    ``series`` has ``hours`` (relative to ``at``), ``maxPercent``, ``minPercent``; ``forecast``
-    is the volume's forecast row.
-    """
-    figure, axis = plt.subplots(figsize=(8.0, 3.4))
-    hours = series["hours"].to_numpy() / 24.0
-    axis.fill_between(
-        hours,
-        series["minPercent"],
-        series["maxPercent"],
-        color="#9ecae1",
-        alpha=0.6,
-        label="hourly min-max",
-        linewidth=0,
-    )
-    axis.plot(hours, series["maxPercent"], color="#08519c", linewidth=1.0, label="hourly max")
+def _forecast_line(
+    axis: Axes, forecast: pd.Series, hours: np.ndarray, horizon_hours: float
+) -> None:
+    """The forecast line from the level now to full (or the horizon), and the fill band."""
     capacity = float(forecast["capacity"])
     slope = float(forecast["growthBytesPerHour"]) if forecast["trend"] == "growing" else 0.0
     level = 100.0 * float(forecast["levelBytes"]) / capacity
@@ -71,6 +58,27 @@ def usage_forecast_png(series: pd.DataFrame, forecast: pd.Series, horizon_hours:
                 alpha=0.12,
                 label="fill-time band",
             )
+
+
+def usage_forecast_png(series: pd.DataFrame, forecast: pd.Series, horizon_hours: float) -> bytes:
+    """Used % (hourly max and min) of one volume, its forecast line, band and limits.
+
+    ``series`` has ``hours`` (relative to ``at``), ``maxPercent``, ``minPercent``; ``forecast``
+    is the volume's forecast row.
+    """
+    figure, axis = plt.subplots(figsize=(8.0, 3.4))
+    hours = series["hours"].to_numpy() / 24.0
+    axis.fill_between(
+        hours,
+        series["minPercent"],
+        series["maxPercent"],
+        color="#9ecae1",
+        alpha=0.6,
+        label="hourly min-max",
+        linewidth=0,
+    )
+    axis.plot(hours, series["maxPercent"], color="#08519c", linewidth=1.0, label="hourly max")
+    _forecast_line(axis, forecast, hours, horizon_hours)
     for column, colour, name in (
         ("softPercent", "#ff7f0e", "soft limit"),
         ("hardPercent", "#7f0000", "hard limit"),
@@ -85,6 +93,7 @@ def usage_forecast_png(series: pd.DataFrame, forecast: pd.Series, horizon_hours:
     axis.set_xlabel("days from the evaluation time")
     axis.set_ylabel("used %")
     title = f"broker {forecast['brokerId']} {forecast['volumeName']}: {forecast['trend']}"
+    to_full = forecast["hoursToFull"]
     if not _missing(to_full):
         title += f", full in {float(to_full) / 24.0:.1f} d"
     axis.set_title(title, fontsize=11)

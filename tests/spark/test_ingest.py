@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,24 @@ def test_a_single_file_can_be_ingested(spark: SparkSession, tmp_path: Path) -> N
         str(tmp_path / "out"),
     )
     assert counts.rows == rows
+
+
+def test_each_hourly_run_adds_one_file_per_date_partition(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Six hourly runs, each ingesting the hour of snapshots that arrived since the last one.
+    # Every task of a run would otherwise write its own file into the day's partition.
+    hourly = synthetic.HistoryConfig(history_hours=1.0, interval_seconds=300.0)
+    checkpoint, dataset = (tmp_path / "ck").as_uri(), (tmp_path / "dataset").as_uri()
+    total = 0
+    for hour in range(6):
+        config = dataclasses.replace(hourly, at=hourly.at - timedelta(hours=6 - hour))
+        frame = synthetic.history_frame(synthetic.make_traces(hour, 8, config), hour, config)
+        synthetic.write_jsonl(frame, tmp_path / "inbox" / f"hour-{hour}.jsonl")
+        total += run_ingest(
+            spark, JsonlSource((tmp_path / "inbox").as_uri()), checkpoint, dataset
+        ).rows
+    days = sorted((tmp_path / "dataset").glob("date=*"))
+    assert [day.name for day in days] == ["date=2026-11-22"]  # 05:00-12:00 UTC
+    assert len(list(days[0].glob("*.parquet"))) == 6
+    assert spark.read.parquet(dataset).count() == total
