@@ -21,5 +21,6 @@ bash deploy/helm/install-helm.sh
 echo "== container image"
 bash deploy/container/build.sh
 
+bash tests/spark/install_chromium.sh
 echo "== tests"
 python3 -m pytest "$@"
