@@ -29,6 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from local_cluster import IdentityFiles, LocalKafkaCluster
+from local_cluster.processes import die_with_parent
 from schemas.decision import QuotaDecision, QuotaState
 from tests.support import PLUGIN_JAR
 
@@ -52,12 +53,14 @@ def require_plugin_jar() -> Path:
     return PLUGIN_JAR
 
 
-def callback_properties(decision_file: Path) -> dict[str, str]:
+def callback_properties(
+    decision_file: Path, *, base_rate: int = BASE_RATE, pause_rate: int = PAUSE_RATE
+) -> dict[str, str]:
     return {
         "client.quota.callback.class": "io.volumequota.broker.VolumeQuotaCallback",
         "volume.quota.decision.path": str(decision_file),
-        "volume.quota.produce.base.bytes.per.second": str(BASE_RATE),
-        "volume.quota.pause.bytes.per.second": str(PAUSE_RATE),
+        "volume.quota.produce.base.bytes.per.second": str(base_rate),
+        "volume.quota.pause.bytes.per.second": str(pause_rate),
         "volume.quota.excluded.principals": "User:publisher;User:consumer",
         "volume.quota.on.missing": "PAUSE",
         "volume.quota.reload.interval.ms": "250",
@@ -90,8 +93,8 @@ class Sidecar:
     def start(self) -> None:
         self.stop()
         with self.log_file.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "volume_quota", self.command],
+            self.process = subprocess.Popen(  # SIGTERM when the test process dies
+                die_with_parent([sys.executable, "-m", "volume_quota", self.command]),
                 env=self.environment,
                 stdout=log,
                 stderr=subprocess.STDOUT,
