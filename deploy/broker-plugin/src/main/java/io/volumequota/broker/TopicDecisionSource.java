@@ -121,8 +121,10 @@ final class TopicDecisionSource implements AutoCloseable {
         } catch (TimeoutException e) {
             // No broker answered yet (e.g. the broker itself is still starting): keep the consumer.
             positioned = false;
+            // A fixed text (the exception's says "in 1002ms"), so the WARN is logged once.
             return note(new Outcome.Trouble("no answer from " + config.consumerProperties().get("bootstrap.servers")
-                    + " about " + config.decisionTopic() + "-0: " + e.getMessage(), true));
+                    + " about the end of " + config.decisionTopic() + "-0 within " + POSITION_TIMEOUT_MS + " ms",
+                    true));
         } catch (Throwable t) {
             closeLog();
             return failed("cannot read " + config.decisionTopic() + "-0", t);
