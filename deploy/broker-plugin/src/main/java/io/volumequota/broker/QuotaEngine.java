@@ -246,6 +246,7 @@ final class QuotaEngine {
 
     void close() {
         closed = true;
+        boolean readerStopped = true;
         for (ScheduledExecutorService executor : new ScheduledExecutorService[] {reader, ticker}) {
             if (executor == null) {
                 continue;
@@ -254,14 +255,18 @@ final class QuotaEngine {
             try {
                 if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
                     LOG.warn("volume-quota engine #{}: a poller thread did not stop within 5 s", id);
+                    readerStopped &= executor != reader;
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                readerStopped &= executor != reader;
             }
         }
         if (topicSource != null) {
-            synchronized (readLock) { // after the reader stopped: the consumer is single-threaded
-                topicSource.close();
+            if (readerStopped) {
+                topicSource.close(); // the reader has stopped: the consumer is ours alone now
+            } else {
+                LOG.warn("volume-quota engine #{}: the decisions consumer is left to the stuck reader thread", id);
             }
         }
     }

@@ -1,7 +1,6 @@
 package io.volumequota.broker;
 
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 import org.apache.kafka.clients.consumer.InvalidOffsetException;
@@ -57,18 +56,12 @@ final class TopicDecisionSource implements AutoCloseable {
     private long backoffMs = MIN_BACKOFF_MS;
     private String trouble;
     private boolean otherKeysLogged;
-    private final AtomicLong records = new AtomicLong();
 
     TopicDecisionSource(VolumeQuotaConfig config, DecisionLog.Factory factory, LongSupplier monoMs, int engineId) {
         this.config = config;
         this.factory = factory;
         this.monoMs = monoMs;
         this.engineId = engineId;
-    }
-
-    /** Decision records read so far (for tests and the log). */
-    long recordsRead() {
-        return records.get();
     }
 
     /** Polls for at most {@code pollMs}; null when there is nothing new. Never throws. */
@@ -112,7 +105,6 @@ final class TopicDecisionSource implements AutoCloseable {
             if (newest == null) {
                 return null;
             }
-            records.incrementAndGet();
             return newest.value() == null ? new Outcome.Deleted(newest.offset())
                     : new Outcome.Content(newest.value(), newest.offset());
         } catch (InvalidOffsetException e) {
