@@ -365,10 +365,11 @@ class DecisionTail:
         try:
             while not self._stop.is_set():
                 message = consumer.poll(0.2)
-                if message is None or message.error() is not None or message.value() is None:
+                value = None if message is None or message.error() is not None else message.value()
+                if value is None:
                     continue
                 try:
-                    decision = QuotaDecision.model_validate_json(message.value())
+                    decision = QuotaDecision.model_validate_json(value)
                 except ValueError:
                     continue
                 self.decisions.append((time.monotonic(), decision))
