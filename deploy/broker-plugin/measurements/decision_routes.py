@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -205,11 +206,12 @@ def controller_failover(kafka: LocalKafkaCluster, directory: Path) -> dict[str, 
             at = int(time.time() * 1000)
             delivered: list[bool] = []
             counter += 1
+
+            def report(error: Any, _message: Any, sink: list[bool] = delivered) -> None:
+                sink.append(error is None)
+
             producer.produce(
-                TOPIC,
-                key=b"cluster",
-                value=decision(counter).encode(),
-                on_delivery=lambda err, _m, sink=delivered: sink.append(err is None),
+                TOPIC, key=b"cluster", value=decision(counter).encode(), on_delivery=report
             )
             producer.flush(3)
             topic_attempts.append([at, int(bool(delivered and delivered[0]))])
@@ -248,12 +250,13 @@ def main() -> None:
         directory = Path(name)
         with LocalKafkaCluster(directory / "kafka", broker_count=3) as kafka:
             figures: dict[str, object] = {}
-            for part, measure in (
+            measures: list[tuple[str, Callable[[], dict[str, object]]]] = [
                 ("config_route", lambda: config_route(kafka, directory, rounds)),
                 ("topic_route", lambda: topic_route(kafka, rounds)),
                 ("metadata_log_node_0", lambda: metadata_growth(kafka, directory)),
                 ("controller_failover", lambda: controller_failover(kafka, directory)),
-            ):
+            ]
+            for part, measure in measures:
                 if parts is not None and part not in parts:
                     continue
                 try:
