@@ -98,18 +98,7 @@ class LocalKafkaCluster:
         start), for properties that must name the cluster's own addresses (e.g. a broker plugin's
         client bootstrap).
         """
-        if broker_count < 1:
-            raise LocalClusterError(f"broker_count must be at least 1, got {broker_count}")
-        if log_dirs is not None and len(log_dirs) != broker_count:
-            raise LocalClusterError(
-                f"log_dirs has {len(log_dirs)} entries but there are {broker_count} brokers"
-            )
-        if log_dirs is not None and any(len(dirs) == 0 for dirs in log_dirs):
-            raise LocalClusterError("every broker needs at least one log dir")
-        if per_broker_properties is not None and len(per_broker_properties) != broker_count:
-            raise LocalClusterError("per_broker_properties needs one mapping per broker")
-        if ports is not None and len(ports) != broker_count:
-            raise LocalClusterError("ports needs one BrokerPorts per broker")
+        _check_per_broker(broker_count, log_dirs, per_broker_properties, ports)
         self.base_dir = base_dir.resolve()
         self.broker_count = broker_count
         self._files = [
@@ -379,6 +368,26 @@ class LocalKafkaCluster:
             raise LocalClusterError(
                 f"no broker {index}: this cluster has brokers 0..{self.broker_count - 1}"
             )
+
+
+def _check_per_broker(
+    broker_count: int,
+    log_dirs: Sequence[Sequence[Path]] | None,
+    per_broker_properties: Sequence[Mapping[str, str]] | None,
+    ports: Sequence[BrokerPorts] | None,
+) -> None:
+    if broker_count < 1:
+        raise LocalClusterError(f"broker_count must be at least 1, got {broker_count}")
+    if log_dirs is not None and len(log_dirs) != broker_count:
+        raise LocalClusterError(
+            f"log_dirs has {len(log_dirs)} entries but there are {broker_count} brokers"
+        )
+    if log_dirs is not None and any(len(dirs) == 0 for dirs in log_dirs):
+        raise LocalClusterError("every broker needs at least one log dir")
+    if per_broker_properties is not None and len(per_broker_properties) != broker_count:
+        raise LocalClusterError("per_broker_properties needs one mapping per broker")
+    if ports is not None and len(ports) != broker_count:
+        raise LocalClusterError("ports needs one BrokerPorts per broker")
 
 
 @atexit.register
