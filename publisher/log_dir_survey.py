@@ -43,6 +43,7 @@ class LogDirSurvey:
         self._admin: LogDirAdmin | None = None
         self._overrides = list(overrides)
         self._failing: set[int] = set()
+        self._stale_client = False
 
     def measure(self) -> dict[int, list[VolumeMeasurement]]:
         """Each answering broker's volumes; raises ``OSError`` when the cluster cannot be
@@ -63,6 +64,8 @@ class LogDirSurvey:
             volumes = self._measure_broker(admin, broker_id)
             if volumes is not None:
                 measured[broker_id] = volumes
+        if self._stale_client:
+            self._drop_client()
         return measured
 
     def close(self) -> None:
@@ -77,6 +80,9 @@ class LogDirSurvey:
             if broker_id not in self._failing:
                 log.warning("broker not measured", broker_id=broker_id, error=str(error))
             self._failing.add(broker_id)
+            # The client's cached metadata may no longer know a restarted broker (kafka-python
+            # answers UnknownBrokerIdError from then on): start from fresh metadata next survey.
+            self._stale_client = True
             return None
         if broker_id in self._failing:
             log.info("broker measured again", broker_id=broker_id)
@@ -98,6 +104,7 @@ class LogDirSurvey:
             except Exception as error:  # a broken client is dropped either way
                 log.debug("closing the admin client failed", error=str(error))
             self._admin = None
+        self._stale_client = False
 
 
 def _report(entry: dict[str, Any]) -> LogDirReport:
