@@ -34,6 +34,7 @@ import pandas as pd
 
 from benchmarks.machine import describe_machine
 from spark_history import synthetic
+from spark_history.synthetic_jsonl import write_jsonl
 
 _T = TypeVar("_T")
 
@@ -66,7 +67,7 @@ def prepare(rows: int, workdir: Path, seed: int) -> tuple[Path, int, int]:
     path.mkdir(parents=True, exist_ok=True)
     for start in range(0, volumes, block):
         frame = synthetic.history_frame(traces[start : start + block], seed + start, config)
-        synthetic.write_jsonl(frame, path / f"part-{start:06d}.jsonl")
+        write_jsonl(frame, path / f"part-{start:06d}.jsonl")
         written_rows += len(frame)
         del frame
         gc.collect()

@@ -21,12 +21,10 @@ future is fully determined by the shape and a forecaster can in principle get it
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -143,39 +141,17 @@ def make_trace(
     cycle = capacity * rng.uniform(0.0, 0.04) if rng.random() < 0.7 else 0.0
     phase = rng.uniform(0, 2 * math.pi)
     if kind in ("linear", "step"):
-        # Fill between half a day and 50 days out (some beyond a 60-day horizon when slow).
-        fill_target = rng.uniform(12.0, 50 * 24.0)
-        # A fast filler is already high: keep the history start above 5% (no clipped knee).
-        floor = (0.05 * capacity * fill_target + (capacity - cycle) * history_hours) / (
-            fill_target + history_hours
+        shape = _growing_shape(
+            rng,
+            kind,
+            capacity=capacity,
+            level=level,
+            cycle=cycle,
+            phase=phase,
+            history_hours=history_hours,
         )
-        level = max(level, floor)
-        growth = (capacity - level - cycle) / fill_target
-        steps: tuple[float, ...] = ()
-        sizes: tuple[float, ...] = ()
-        if kind == "step":
-            count = int(rng.integers(1, 3))
-            steps = tuple(
-                sorted(float(-rng.uniform(0.05, 0.95) * history_hours) for _ in range(count))
-            )
-            sizes = tuple(float(capacity * rng.uniform(0.03, 0.08)) for _ in range(count))
-        shape = TraceShape(capacity, level, growth, cycle, phase, steps, sizes)
     elif kind == "plateau":
-        ceiling = level
-        # Reached retention between 6 hours and 5 days ago, after growing for days.
-        knee_hours_ago = rng.uniform(6.0, 5 * 24.0)
-        growth = capacity * rng.uniform(0.002, 0.01)
-        depth = capacity * rng.uniform(0.002, 0.01)
-        shape = TraceShape(
-            capacity,
-            ceiling + growth * knee_hours_ago,
-            growth,
-            cycle,
-            phase,
-            plateau_level=ceiling,
-            sawtooth_period_hours=rng.uniform(1.0, 8.0),
-            sawtooth_depth=depth,
-        )
+        shape = _plateau_shape(rng, capacity, level, cycle, phase)
     elif kind == "sawtooth":
         period = rng.uniform(6.0, 72.0)
         depth = capacity * rng.uniform(0.03, 0.12)
@@ -207,6 +183,55 @@ def make_trace(
         shape,
         noise_sd,
         shape.fill_hours(),
+    )
+
+
+def _growing_shape(
+    rng: np.random.Generator,
+    kind: TraceKind,
+    *,
+    capacity: int,
+    level: float,
+    cycle: float,
+    phase: float,
+    history_hours: float,
+) -> TraceShape:
+    """A volume filling at a steady rate (``step``: with one or two sudden drops)."""
+    # Fill between half a day and 50 days out (some beyond a 60-day horizon when slow).
+    fill_target = rng.uniform(12.0, 50 * 24.0)
+    # A fast filler is already high: keep the history start above 5% (no clipped knee).
+    floor = (0.05 * capacity * fill_target + (capacity - cycle) * history_hours) / (
+        fill_target + history_hours
+    )
+    level = max(level, floor)
+    growth = (capacity - level - cycle) / fill_target
+    steps: tuple[float, ...] = ()
+    sizes: tuple[float, ...] = ()
+    if kind == "step":
+        count = int(rng.integers(1, 3))
+        steps = tuple(sorted(float(-rng.uniform(0.05, 0.95) * history_hours) for _ in range(count)))
+        sizes = tuple(float(capacity * rng.uniform(0.03, 0.08)) for _ in range(count))
+    return TraceShape(capacity, level, growth, cycle, phase, steps, sizes)
+
+
+def _plateau_shape(
+    rng: np.random.Generator, capacity: int, level: float, cycle: float, phase: float
+) -> TraceShape:
+    """A volume that reached retention: growth until a knee, then a sawtooth plateau."""
+    ceiling = level
+    # Reached retention between 6 hours and 5 days ago, after growing for days.
+    knee_hours_ago = rng.uniform(6.0, 5 * 24.0)
+    growth = capacity * rng.uniform(0.002, 0.01)
+    depth = capacity * rng.uniform(0.002, 0.01)
+    return TraceShape(
+        capacity,
+        ceiling + growth * knee_hours_ago,
+        growth,
+        cycle,
+        phase,
+        plateau_level=ceiling,
+        sawtooth_period_hours=rng.uniform(1.0, 8.0),
+        sawtooth_depth=depth,
     )
 
 
@@ -314,80 +339,3 @@ def snapshot_messages(
         )
     if header is not None:
         yield {**header, "volumes": volumes}
-
-
-def write_jsonl(
-    frame: pd.DataFrame, path: Path, soft_percent: float = 10.0, hard_percent: float = 5.0
-) -> int:
-    """Write ``frame`` as JSONL snapshot values (one broker snapshot per line); returns lines.
-
-    The same messages as :func:`snapshot_messages`, built with column-wise string operations:
-    the benchmarks write tens of millions of volume rows and a per-row ``json.dumps`` would
-    take longer than the Spark job being measured.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ordered = frame.sort_values(["snapshotAt", "brokerId", "volumeName"], kind="stable")
-    names = ordered["volumeName"].map(_json_string_cache(ordered["volumeName"]))
-    paths = ordered["path"].map(_json_string_cache(ordered["path"]))
-    fragments = (
-        '{"volumeName":'
-        + names
-        + ',"path":'
-        + paths
-        + ',"capacity":'
-        + _decimal(ordered["capacity"])
-        + ',"consumed":'
-        + _decimal(ordered["consumed"])
-        + "}"
-    )
-    # Rows are sorted by (instant, broker): each snapshot is a contiguous run of rows.
-    instants = (
-        ordered["snapshotAt"]
-        .dt.tz_convert(UTC)
-        .dt.tz_localize(None)
-        .to_numpy()
-        .astype("datetime64[ms]")
-    )
-    brokers = ordered["brokerId"].to_numpy()
-    starts = np.flatnonzero(
-        np.concatenate(([True], (instants[1:] != instants[:-1]) | (brokers[1:] != brokers[:-1])))
-    )
-    ends = np.append(starts[1:], len(ordered))
-    pieces = fragments.to_numpy()
-    volumes = pd.Series(
-        [",".join(pieces[start:end]) for start, end in zip(starts, ends, strict=True)]
-    )
-    stamps = pd.Series(np.datetime_as_string(instants[starts], unit="ms")) + "Z"
-    broker_text = _decimal(pd.Series(brokers[starts]))
-    limits = json.dumps(
-        {
-            "softLimit": {"type": LimitType.MIN_FREE_PERCENTAGE.value, "level": soft_percent},
-            "hardLimit": {"type": LimitType.MIN_FREE_PERCENTAGE.value, "level": hard_percent},
-        },
-        separators=(",", ":"),
-    )[1:-1]
-    lines = (
-        f'{{"schemaVersion":{SNAPSHOT_SCHEMA_VERSION},"brokerId":'
-        + broker_text
-        + ',"snapshotAt":"'
-        + stamps
-        + '",'
-        + limits
-        + ',"volumes":['
-        + volumes
-        + "]}"
-    )
-    with path.open("w", encoding="utf-8") as stream:
-        for chunk_start in range(0, len(lines), 100_000):
-            stream.write("\n".join(lines.iloc[chunk_start : chunk_start + 100_000]))
-            stream.write("\n")
-    return len(lines)
-
-
-def _decimal(column: pd.Series) -> pd.Series:
-    """Integers as decimal text (numpy's ``astype(str)`` is an order of magnitude slower)."""
-    return pd.Series([str(value) for value in column.to_numpy().tolist()], index=column.index)
-
-
-def _json_string_cache(column: pd.Series) -> dict[object, str]:
-    return {value: json.dumps(str(value)) for value in column.unique()}

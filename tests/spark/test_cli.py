@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from spark_history import synthetic
 from spark_history.commands import main
+from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +28,7 @@ SPARK = ["--master", "local[2]"]
 def history_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("history") / "snapshots.jsonl"
     traces = synthetic.make_traces(8, 12, CONFIG)
-    synthetic.write_jsonl(synthetic.history_frame(traces, 8, CONFIG), path)
+    write_jsonl(synthetic.history_frame(traces, 8, CONFIG), path)
     return path
 
 

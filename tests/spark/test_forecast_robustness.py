@@ -15,11 +15,11 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history import synthetic
 from spark_history.commands import main
 from spark_history.envelope_forecast import Trend, forecast_hourly
 from spark_history.forecast import forecast_volumes
 from spark_history.pandas_forecast import forecast_volumes_pandas
+from spark_history.synthetic_jsonl import write_jsonl
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame
@@ -134,7 +134,7 @@ def test_forecast_command_survives_the_gap_and_writes_the_csv(
     hours = _gap_hours()
     frame = volume_frame([1, 2], "/dev/gap", hours, 1.0e12 + RATE * (hours + 168), CAPACITY)
     source = tmp_path / "gap.jsonl"
-    synthetic.write_jsonl(frame, source)
+    write_jsonl(frame, source)
     output = tmp_path / "forecast.csv"
     metrics = tmp_path / "textfile" / "volume_quota.prom"
     argv = ["forecast", "--input", str(source), "--at", AT.isoformat(), "--output", str(output)]

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from spark_history import synthetic
 from spark_history.ingest import JsonlSource, run_ingest
+from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -20,7 +21,7 @@ CONFIG = synthetic.HistoryConfig(history_hours=6.0, interval_seconds=600.0, miss
 def _write_history(path: Path, seed: int) -> int:
     traces = synthetic.make_traces(seed, 4, CONFIG)
     frame = synthetic.history_frame(traces, seed, CONFIG)
-    synthetic.write_jsonl(frame, path)
+    write_jsonl(frame, path)
     return len(frame)
 
 
@@ -94,7 +95,7 @@ def test_each_hourly_run_adds_one_file_per_date_partition(
     for hour in range(6):
         config = dataclasses.replace(hourly, at=hourly.at - timedelta(hours=6 - hour))
         frame = synthetic.history_frame(synthetic.make_traces(hour, 8, config), hour, config)
-        synthetic.write_jsonl(frame, tmp_path / "inbox" / f"hour-{hour}.jsonl")
+        write_jsonl(frame, tmp_path / "inbox" / f"hour-{hour}.jsonl")
         total += run_ingest(
             spark, JsonlSource((tmp_path / "inbox").as_uri()), checkpoint, dataset
         ).rows

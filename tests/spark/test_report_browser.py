@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from spark_history import synthetic
 from spark_history.commands import main
+from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -71,7 +72,7 @@ def test_the_report_renders_in_chromium_with_every_image(
     config = synthetic.HistoryConfig(history_hours=4 * 24, interval_seconds=900)
     source = tmp_path / "snapshots.jsonl"
     traces = synthetic.make_traces(3, 8, config)
-    synthetic.write_jsonl(synthetic.history_frame(traces, 3, config), source)
+    write_jsonl(synthetic.history_frame(traces, 3, config), source)
     out = tmp_path / "report"
     argv = ["report", "--input", str(source), "--at", config.at.isoformat()]
     argv += ["--output-dir", out.as_uri(), "--max-plotted", "3", "--master", "local[2]"]

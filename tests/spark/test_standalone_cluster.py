@@ -28,6 +28,7 @@ import pytest
 
 from spark_history import synthetic
 from spark_history.package import ZIP_NAME, build_zip
+from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -147,9 +148,7 @@ def _submit(cluster: Standalone, package: Path, *job: str) -> subprocess.Complet
 def test_ingest_and_report_on_a_standalone_cluster(standalone: Standalone, tmp_path: Path) -> None:
     config = synthetic.HistoryConfig(history_hours=3 * 24, interval_seconds=1800)
     source = tmp_path / "in" / "snapshots.jsonl"
-    synthetic.write_jsonl(
-        synthetic.history_frame(synthetic.make_traces(5, 6, config), 5, config), source
-    )
+    write_jsonl(synthetic.history_frame(synthetic.make_traces(5, 6, config), 5, config), source)
     package = build_zip(tmp_path / "dist")
     dataset, checkpoint = (tmp_path / "dataset").as_uri(), (tmp_path / "ck").as_uri()
 

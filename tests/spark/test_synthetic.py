@@ -11,6 +11,7 @@ import pytest
 from schemas.decode import decode_snapshot
 from schemas.snapshot import VolumeSnapshot
 from spark_history import synthetic
+from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +54,7 @@ def test_jsonl_lines_are_valid_snapshots(tmp_path: Path) -> None:
     config = synthetic.HistoryConfig(history_hours=2, interval_seconds=600)
     frame = synthetic.history_frame(synthetic.make_traces(1, 8, config), 1, config)
     path = tmp_path / "h.jsonl"
-    lines = synthetic.write_jsonl(frame, path)
+    lines = write_jsonl(frame, path)
     messages = path.read_text().splitlines()
     assert len(messages) == lines
     for line in messages:
