@@ -21,14 +21,12 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPar
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
     ResourceType,
 )
 
-from local_cluster import IdentityFiles, LocalKafkaCluster
+from local_cluster import IdentityFiles, LocalKafkaCluster, allow
 from local_cluster.processes import die_with_parent
 from schemas.decision import QuotaDecision, QuotaState
 from tests.support import PLUGIN_JAR
@@ -279,39 +277,27 @@ def topic_callback_properties(bootstrap_servers: str, identity: IdentityFiles) -
     }
 
 
-def agent_acl_bindings(agent: str = "User:publisher", reader: str = "User:consumer") -> list[Any]:
+def agent_acl_bindings(
+    agent: str = "User:publisher", reader: str = "User:consumer"
+) -> list[AclBinding]:
     """What `cluster-agent --help` asks for beyond the sidecar's snapshot-topic ACLs, and the
     callbacks' READ + DESCRIBE on the decisions topic (no group: the callback assigns)."""
-
-    def allow(kind: ResourceType, name: str, principal: str, operation: AclOperation) -> AclBinding:
-        return AclBinding(
-            kind,
-            name,
-            ResourcePatternType.LITERAL,
-            principal,
-            "*",
-            operation,
-            AclPermissionType.ALLOW,
-        )
-
-    bindings = [
-        allow(ResourceType.TOPIC, DECISIONS_TOPIC, agent, operation)
-        for operation in (
-            AclOperation.CREATE,
-            AclOperation.WRITE,
-            AclOperation.DESCRIBE,
-            AclOperation.DESCRIBE_CONFIGS,
-        )
-    ]
-    bindings += [
-        allow(ResourceType.TOPIC, OVERRIDE_TOPIC, agent, operation)
-        for operation in (AclOperation.READ, AclOperation.DESCRIBE)
-    ]
-    bindings.append(allow(ResourceType.BROKER, "kafka-cluster", agent, AclOperation.DESCRIBE))
-    bindings += [
-        allow(ResourceType.TOPIC, DECISIONS_TOPIC, reader, operation)
-        for operation in (AclOperation.READ, AclOperation.DESCRIBE)
-    ]
+    bindings = allow(
+        ResourceType.TOPIC,
+        DECISIONS_TOPIC,
+        agent,
+        AclOperation.CREATE,
+        AclOperation.WRITE,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+    )
+    bindings += allow(
+        ResourceType.TOPIC, OVERRIDE_TOPIC, agent, AclOperation.READ, AclOperation.DESCRIBE
+    )
+    bindings += allow(ResourceType.BROKER, "kafka-cluster", agent, AclOperation.DESCRIBE)
+    bindings += allow(
+        ResourceType.TOPIC, DECISIONS_TOPIC, reader, AclOperation.READ, AclOperation.DESCRIBE
+    )
     return bindings
 
 

@@ -20,13 +20,11 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
-    ResourcePatternType,
     ResourceType,
 )
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow
 from tests.support import REPOSITORY, wait_for
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
@@ -36,19 +34,8 @@ OVERRIDE_TOPIC = "__volume_quota_overrides"
 GROUP = "volume-quota-consumer"
 
 
-def allow(resource: ResourceType, name: str, *operations: AclOperation) -> list[AclBinding]:
-    return [
-        AclBinding(
-            resource,
-            name,
-            ResourcePatternType.LITERAL,
-            "User:agent",
-            "*",
-            operation,
-            AclPermissionType.ALLOW,
-        )
-        for operation in operations
-    ]
+def allow_agent(resource: ResourceType, name: str, *operations: AclOperation) -> list[AclBinding]:
+    return allow(resource, name, "User:agent", *operations)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +44,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
         started.pki.issue("agent")
         operations = AclOperation
         bindings = (
-            allow(
+            allow_agent(
                 ResourceType.TOPIC,
                 SNAPSHOT_TOPIC,
                 operations.READ,
@@ -66,7 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
                 operations.DESCRIBE,
                 operations.DESCRIBE_CONFIGS,
             )
-            + allow(
+            + allow_agent(
                 ResourceType.TOPIC,
                 DECISIONS_TOPIC,
                 operations.WRITE,
@@ -74,9 +61,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
                 operations.DESCRIBE,
                 operations.DESCRIBE_CONFIGS,
             )
-            + allow(ResourceType.TOPIC, OVERRIDE_TOPIC, operations.READ, operations.DESCRIBE)
-            + allow(ResourceType.GROUP, GROUP, operations.READ)
-            + allow(ResourceType.BROKER, "kafka-cluster", operations.DESCRIBE)
+            + allow_agent(ResourceType.TOPIC, OVERRIDE_TOPIC, operations.READ, operations.DESCRIBE)
+            + allow_agent(ResourceType.GROUP, GROUP, operations.READ)
+            + allow_agent(ResourceType.BROKER, "kafka-cluster", operations.DESCRIBE)
         )
         admin = AdminClient(started.client_config("admin"))
         for future in admin.create_acls(bindings).values():

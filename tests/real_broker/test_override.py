@@ -15,16 +15,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
     ResourceType,
 )
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow, grant_volume_quota_acls
 from schemas.override import DEFAULT_OVERRIDE_TOPIC
 from tests.snapshot_factory import snapshot_line, volume
 from tests.support import wait_for
@@ -38,21 +35,6 @@ SEEN_WITHIN_SECONDS = 10.0
 the new topic (they look every 2 s)."""
 
 
-def allow(principal: str, topic: str, *operations: AclOperation) -> list[AclBinding]:
-    return [
-        AclBinding(
-            ResourceType.TOPIC,
-            topic,
-            ResourcePatternType.LITERAL,
-            principal,
-            "*",
-            operation,
-            AclPermissionType.ALLOW,
-        )
-        for operation in operations
-    ]
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
     with LocalKafkaCluster(tmp_path_factory.mktemp("override"), broker_count=1) as started:
@@ -62,13 +44,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
         topic = NewTopic(SNAPSHOT_TOPIC, 1, 1, config={"cleanup.policy": "compact"})
         admin.create_topics([topic])[SNAPSHOT_TOPIC].result(30)
         bindings = allow(
-            "User:operator",
+            ResourceType.TOPIC,
             DEFAULT_OVERRIDE_TOPIC,
+            "User:operator",
             AclOperation.CREATE,
             AclOperation.WRITE,
             AclOperation.DESCRIBE,
             AclOperation.DESCRIBE_CONFIGS,
-        ) + allow("User:consumer", DEFAULT_OVERRIDE_TOPIC, AclOperation.READ, AclOperation.DESCRIBE)
+        ) + allow(
+            ResourceType.TOPIC,
+            DEFAULT_OVERRIDE_TOPIC,
+            "User:consumer",
+            AclOperation.READ,
+            AclOperation.DESCRIBE,
+        )
         for future in admin.create_acls(bindings).values():
             future.result(30)
         # Broker 0 is under its hard limit: the rule says PAUSE.

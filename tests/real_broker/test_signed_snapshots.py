@@ -14,16 +14,13 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
     ResourceType,
 )
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_volume_quota_acls
+from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow, grant_volume_quota_acls
 from tests.conftest import CliResult
 from tests.snapshot_factory import snapshot_line, volume
 from volume_quota.certificate_files import TlsFiles, load_signer
@@ -43,18 +40,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
         bindings = []
         for name in SIGNERS:
             started.pki.issue(name)
-            bindings += [
-                AclBinding(
-                    ResourceType.TOPIC,
-                    SNAPSHOT_TOPIC,
-                    ResourcePatternType.LITERAL,
-                    f"User:{name}",
-                    "*",
-                    operation,
-                    AclPermissionType.ALLOW,
-                )
-                for operation in (AclOperation.WRITE, AclOperation.DESCRIBE)
-            ]
+            bindings += allow(
+                ResourceType.TOPIC,
+                SNAPSHOT_TOPIC,
+                f"User:{name}",
+                AclOperation.WRITE,
+                AclOperation.DESCRIBE,
+            )
         for future in admin.create_acls(bindings).values():
             future.result(30)
         yield started

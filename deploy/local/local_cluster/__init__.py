@@ -14,6 +14,7 @@ import logging
 
 from local_cluster.acls import (
     SNAPSHOT_TOPIC,
+    allow,
     grant_sidecar_acls,
     grant_volume_quota_acls,
     volume_quota_acl_bindings,
@@ -48,6 +49,7 @@ __all__ = [
     "IdentityFiles",
     "LocalClusterError",
     "LocalKafkaCluster",
+    "allow",
     "broker_pid",
     "callback_cluster",
     "callback_properties",

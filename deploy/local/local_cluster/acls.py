@@ -96,6 +96,13 @@ def create_acls(cluster: LocalKafkaCluster, bindings: Iterable[AclBinding]) -> N
         raise LocalClusterError("creating ACLs failed: " + "; ".join(errors))
 
 
+def allow(
+    resource: ResourceType, name: str, principal: str, *operations: AclOperation
+) -> list[AclBinding]:
+    """ALLOW bindings for ``principal`` on the literal resource ``name``, one per operation."""
+    return [_allow(resource, name, principal, operation) for operation in operations]
+
+
 def _allow(
     resource: ResourceType, name: str, principal: str, operation: AclOperation
 ) -> AclBinding:
