@@ -239,10 +239,58 @@ class RateProbe:
         since = time.monotonic() - window_s
         return sum(size for at, size in list(self.deliveries) if at >= since) / window_s
 
+    def timeline(self, since: float, bucket_s: float = 1.0) -> list[int]:
+        """KiB/s delivered in each ``bucket_s`` since the monotonic moment ``since``."""
+        buckets = [0] * max(1, int((time.monotonic() - since) // bucket_s))
+        for at, size in list(self.deliveries):
+            index = int((at - since) // bucket_s)
+            if 0 <= index < len(buckets):
+                buckets[index] += size
+        return [round(total / bucket_s / 1024) for total in buckets]
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=15)
+
+
+def probe_status(probes: list[RateProbe], since: float | None = None) -> str:
+    """What each producer did lately (and second by second since ``since``), for a failure
+    message."""
+    now = time.monotonic()
+    parts = []
+    for probe in probes:
+        last = probe.deliveries[-1][0] if probe.deliveries else None
+        parts.append(
+            f"{probe.topic}: {probe.rate(2) / 1024:.0f} KiB/s over 2 s,"
+            f" {probe.rate(30) / 1024:.0f} KiB/s over 30 s, last delivery"
+            f" {'never' if last is None else f'{now - last:.1f} s ago'}, errors {probe.errors[-3:]}"
+            + ("" if since is None else f", KiB/s per second since: {probe.timeline(since)}")
+        )
+    return "; ".join(parts)
+
+
+def wait_for_each_recovery(
+    probes: list[RateProbe], since: float, rate: float, timeout_s: float
+) -> dict[str, float]:
+    """Seconds from ``since`` until each producer delivered ``rate`` over 2 s, by topic.
+
+    Each producer on its own: once paused, producers deliver in bursts (over 30 s they are back
+    at base) and are seldom all above the rate within the same 2 s.
+    """
+    recovered: dict[str, float] = {}
+
+    def each_back() -> bool:
+        for probe in probes:
+            if probe.topic not in recovered and probe.rate(2) >= rate:
+                recovered[probe.topic] = time.monotonic() - since
+        return len(recovered) == len(probes)
+
+    try:
+        wait_for("each producer back to its rate", each_back, timeout_s, interval_s=0.25)
+    except AssertionError as error:
+        raise AssertionError(f"{error}; {probe_status(probes, since)}") from None
+    return recovered
 
 
 def write_timings(timings: Mapping[str, float]) -> None:

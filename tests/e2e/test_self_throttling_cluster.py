@@ -35,10 +35,12 @@ from tests.e2e.cluster_harness import (
     all_decisions,
     callback_properties,
     create_data_topic,
+    probe_status,
     read_decision,
     require_plugin_jar,
     sidecar_environment,
     wait_for,
+    wait_for_each_recovery,
     write_timings,
 )
 from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
@@ -137,6 +139,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SelfThrottling
 
 
 TIMINGS: dict[str, float] = {}
+MEASURE_THROTTLED_S = 24
+"""Seconds over which the throttled rate is averaged."""
 
 
 def test_1_all_volumes_fine_producer_runs_at_full_rate(cluster: SelfThrottlingCluster) -> None:
@@ -160,16 +164,25 @@ def test_2_soft_zone_on_broker_2_slows_producers_on_brokers_0_and_1(
     wait_for("the throttle factor to settle near 0.5", factor_settled, 15)
     decision = read_decision(cluster.decision_files[0])
     assert decision is not None
-    factor = decision.throttle_factor
     assert (decision.reasons[0].broker_id, decision.reasons[0].kind) == (2, ReasonKind.LIMIT)
-    time.sleep(16)
+    factors = [decision.throttle_factor]
+    # Each step down of the quota may earn a throttle of several seconds (bounded by the
+    # callback's step-down rules): let them pass, then judge the mean over a long window, which
+    # a throttle or two cannot dominate the way they dominate a few seconds.
+    time.sleep(12)
+    measured_from = time.monotonic()
+    time.sleep(MEASURE_THROTTLED_S)
+    decision = read_decision(cluster.decision_files[0])
+    assert decision is not None
+    assert decision.state is QuotaState.THROTTLE
+    factors.append(decision.throttle_factor)
     for probe in cluster.probes:
-        rate = probe.rate(11)
-        assert 0.6 * factor * BASE_RATE <= rate <= 1.5 * factor * BASE_RATE, (
-            f"{rate / MIB:.2f} MiB/s for factor {factor:.2f}"
+        rate = probe.rate(MEASURE_THROTTLED_S)
+        assert 0.6 * min(factors) * BASE_RATE <= rate <= 1.5 * max(factors) * BASE_RATE, (
+            f"{rate / MIB:.2f} MiB/s for factors {factors}; {probe_status([probe], measured_from)}"
         )
-    TIMINGS["throttle_factor"] = factor
-    TIMINGS["throttled_rate_mib_s"] = cluster.probes[0].rate(8) / MIB
+    TIMINGS["throttle_factor"] = factors[-1]
+    TIMINGS["throttled_rate_mib_s"] = cluster.probes[0].rate(MEASURE_THROTTLED_S) / MIB
 
 
 def test_3_past_the_hard_limit_every_broker_pauses_producers(
@@ -203,14 +216,11 @@ def test_4_freed_space_lets_producers_recover_within_30_seconds(
     (cluster.volumes[2] / "filler.bin").unlink()
     freed_at = time.monotonic()
     wait_for("OPEN everywhere", all_decisions(cluster.decision_files, QuotaState.OPEN), 15)
-    recovery = wait_for(
-        "producers back to 90 % of their rate",
-        lambda: all(probe.rate(2) >= 0.9 * BASE_RATE for probe in cluster.probes),
-        60,
-        interval_s=0.25,
+    recovered = wait_for_each_recovery(cluster.probes, freed_at, 0.9 * BASE_RATE, 60)
+    TIMINGS["recovery_seconds"] = max(recovered.values())
+    assert TIMINGS["recovery_seconds"] <= 30, (
+        f"recovery {recovered}; {probe_status(cluster.probes, freed_at)}"
     )
-    TIMINGS["recovery_seconds"] = time.monotonic() - freed_at
-    assert TIMINGS["recovery_seconds"] <= 30, f"recovery {recovery:.1f}s"
     assert not any(probe.errors for probe in cluster.probes), "no record may fail"
 
 
@@ -234,8 +244,10 @@ def test_5_a_silent_publisher_fails_safe_unless_on_missing_is_open(
         assert stale[0].snapshot_at is not None
         # Not before the snapshot was stale: staleness counts from its snapshotAt, which is up
         # to a heartbeat plus a sample interval (3 s) older than the sidecar's stop.
+        # Both instants are written to the millisecond, truncated: a snapshot just past
+        # stale-after can show an age of exactly STALE_AFTER_S.
         age_at_decision = (decision.decided_at - stale[0].snapshot_at).total_seconds()
-        assert age_at_decision > STALE_AFTER_S
+        assert age_at_decision > STALE_AFTER_S - 0.001
         assert time.monotonic() - stopped_at >= STALE_AFTER_S - 3 - 0.5
         TIMINGS["fail_safe_seconds"] = time.monotonic() - stopped_at
 

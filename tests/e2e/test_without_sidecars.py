@@ -38,6 +38,7 @@ from tests.e2e.cluster_harness import (
     require_plugin_jar,
     topic_callback_properties,
     wait_for,
+    wait_for_each_recovery,
     write_timings,
 )
 from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
@@ -71,20 +72,6 @@ class AgentCluster:
 
     def every_callback(self, text: str, brokers: range | list[int] = range(3)) -> bool:
         return all(self.callback_logs[index].seen(text) for index in brokers)
-
-
-def probe_status(probes: list[RateProbe]) -> str:
-    """What each producer did lately, for a failure message."""
-    now = time.monotonic()
-    parts = []
-    for probe in probes:
-        last = probe.deliveries[-1][0] if probe.deliveries else None
-        parts.append(
-            f"{probe.topic}: {probe.rate(2) / 1024:.0f} KiB/s over 2 s,"
-            f" {probe.rate(30) / 1024:.0f} KiB/s over 30 s, last delivery"
-            f" {'never' if last is None else f'{now - last:.1f} s ago'}, errors {probe.errors[-3:]}"
-        )
-    return "; ".join(parts)
 
 
 @pytest.fixture(scope="module")
@@ -244,20 +231,7 @@ def test_4_freed_space_opens_every_broker_and_producers_recover(cluster: AgentCl
         15,
         interval_s=0.05,
     )
-    # Each producer on its own: once paused, both deliver in bursts (over 30 s they are back at
-    # base) and are seldom both above 90 % within the same 2 s.
-    recovered: dict[str, float] = {}
-
-    def each_back() -> bool:
-        for probe in cluster.probes:
-            if probe.topic not in recovered and probe.rate(2) >= 0.9 * BASE_RATE:
-                recovered[probe.topic] = time.monotonic() - freed_at
-        return len(recovered) == len(cluster.probes)
-
-    try:
-        wait_for("each producer back to 90 % of its rate", each_back, 45, interval_s=0.25)
-    except AssertionError as error:
-        raise AssertionError(f"{error}; {probe_status(cluster.probes)}") from None
+    recovered = wait_for_each_recovery(cluster.probes, freed_at, 0.9 * BASE_RATE, 45)
     TIMINGS["recovery_seconds"] = max(recovered.values())
     assert TIMINGS["recovery_seconds"] <= 30, f"recovery {TIMINGS['recovery_seconds']:.1f}s"
     assert not any(probe.errors for probe in cluster.probes), "no record may fail"
