@@ -2,10 +2,12 @@
 
 Runs the atheris targets of ``tests/schemas/decode_fuzz_target.py`` - the snapshot decoder (hot
 path and pydantic reference side by side) and the decision-file model
-(``QuotaDecision.model_validate_json``) - each for ``--runs`` executions, seeded with the
-differential test's hand-written corpus and a JSON token dictionary, and reports executions,
-crashes (must be 0) and every outcome counted. Exits 1 on any crash. The Java decision-file
-reader is fuzzed by its own owner, not here.
+(``QuotaDecision.model_validate_json``) - and the Jazzer target of the broker callback's
+decision-file reader (``DecisionFileFuzzTarget`` in deploy/broker-plugin: parse, validity, quota),
+each for ``--runs`` executions, seeded with the differential test's hand-written corpus (or a
+decision file) and a JSON token dictionary, and reports executions, crashes (must be 0) and every
+outcome counted. Exits 1 on any crash. The Java target needs the plugin built
+(``mvn -q package`` in deploy/broker-plugin writes its class path).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from tests.schemas.differential_corpus import HAND_TABLE
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 TARGET = REPOSITORY / "tests" / "schemas" / "decode_fuzz_target.py"
+PLUGIN = REPOSITORY / "deploy" / "broker-plugin" / "target"
+JAVA_TARGET = "io.volumequota.broker.DecisionFileFuzzTarget"
+TARGETS = ("snapshot", "decision", "java-decision")
 MAX_LENGTH = 8192
 NAMES = [
     *("schemaVersion", "brokerId", "snapshotAt", "softLimit", "hardLimit", "volumes"),
@@ -86,7 +91,7 @@ def _decision_seeds() -> list[bytes]:
 
 
 def write_seeds(directory: Path, target: str) -> None:
-    if target == "decision":
+    if target in {"decision", "java-decision"}:
         seeds = _decision_seeds()
     else:
         # Byte 0 is the key's length (0: none); "3" is the broker the table's documents claim.
@@ -94,6 +99,24 @@ def write_seeds(directory: Path, target: str) -> None:
         seeds = [b"\x00" + value for value in values] + [b"\x01" + b"3" + values[0]]
     for index, seed in enumerate(seeds):
         (directory / f"seed-{index:04d}").write_bytes(seed)
+
+
+def _runner(target: str) -> list[str]:
+    """The fuzzer's command line before libFuzzer's own options."""
+    if target != "java-decision":
+        return [sys.executable, str(TARGET), "--target", target]
+    classpath_file = PLUGIN / "test-classpath.txt"
+    if not classpath_file.exists():
+        raise SystemExit(f"{classpath_file} is missing: `mvn -q package` in deploy/broker-plugin")
+    classpath = [
+        *(str(PLUGIN / "classes"), str(PLUGIN / "test-classes")),
+        classpath_file.read_text().strip(),
+    ]
+    return [
+        *("java", "-cp", os.pathsep.join(classpath), "com.code_intelligence.jazzer.Jazzer"),
+        f"--target_class={JAVA_TARGET}",
+        "--instrumentation_includes=io.volumequota.**:com.fasterxml.jackson.**",
+    ]
 
 
 def fuzz(target: str, runs: int, work: Path) -> FuzzReport:
@@ -112,8 +135,8 @@ def fuzz(target: str, runs: int, work: Path) -> FuzzReport:
         "FUZZ_COUNTS_FILE": str(counts_file),
         "FUZZ_CRASH_DIRECTORY": str(crashes),
     }
-    command = [sys.executable, str(TARGET), "--target", target, f"-runs={runs}"]
-    command += [f"-max_len={MAX_LENGTH}", f"-dict={dictionary}", f"-artifact_prefix={crashes}/"]
+    command = [*_runner(target), f"-runs={runs}", f"-max_len={MAX_LENGTH}"]
+    command += [f"-dict={dictionary}", f"-artifact_prefix={crashes}/"]
     started = time.perf_counter()
     result = subprocess.run(
         [*command, str(corpus)], capture_output=True, text=True, env=environment, check=False
@@ -136,7 +159,9 @@ def fuzz(target: str, runs: int, work: Path) -> FuzzReport:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1_000_000, help="executions per target")
-    parser.add_argument("--targets", default="snapshot,decision", help="comma-separated")
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}"
+    )
     arguments = parser.parse_args()
     print(f"machine: {describe_machine()}; load average {os.getloadavg()[0]:.1f}", flush=True)
     reports = []
