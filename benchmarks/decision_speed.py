@@ -29,6 +29,7 @@ from consumer.policy import DecisionPolicy
 from schemas.decode import decode_snapshot, decode_snapshot_reference
 from schemas.json_text import parse_json_text
 from schemas.snapshot import VolumeSnapshot
+from volume_quota.collector import tune_for_decoding
 
 BROKERS = 10_000
 VOLUMES = 16
@@ -214,6 +215,11 @@ def main() -> None:
     gc.freeze()
     rates_by_size["16 volumes, state frozen"] = decode_rates(values[:5_000])
     gc.unfreeze()
+    # What a decider process runs with (volume_quota.collector), state not frozen.
+    default_thresholds = gc.get_threshold()
+    tune_for_decoding()
+    rates_by_size["16 volumes, decider's collector setting"] = decode_rates(values[:5_000])
+    gc.set_threshold(*default_thresholds)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(json.dumps({**results, "decode_per_cpu_second": rates_by_size}, indent=2))
     print()

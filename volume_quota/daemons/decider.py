@@ -32,6 +32,7 @@ from consumer.snapshot_topic_reader import SnapshotTopicReader
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
 from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.collector import tune_for_decoding
 from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
 from volume_quota.daemons.publisher import serve_endpoints
@@ -162,6 +163,7 @@ class DecideDaemon:
         return HealthVerdict(False, (reason,))
 
     def run(self, stop: threading.Event) -> int:
+        tune_for_decoding()
         if self._server is not None:
             self._server.start()
         log.info(
