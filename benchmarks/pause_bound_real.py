@@ -37,9 +37,10 @@ from tests.e2e.pause_figures import (
 )
 
 SUMMARY_HEADER = (
-    "| client | N | longest stall (s), producer | slowest back to 90 % (s), producer | "
-    "oldest record at ack (s) | records failed | paused rate, 2nd half (KiB/s) | "
-    "principal floor F (KiB/s) |\n|---|---|---|---|---|---|---|---|"
+    "| client | N | longest stall (s), producer | longest throttle from the broker (s), producer | "
+    "slowest back to 90 % (s), producer | oldest record at ack (s) | records failed | "
+    "paused rate, 2nd half (KiB/s) | principal floor F (KiB/s) |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -47,13 +48,15 @@ def summary(
     group: ProducerGroup, rows: list[ProducerFigures], run: PauseRun, base_rate: int
 ) -> str:
     stall = max(rows, key=lambda row: row.longest_stall_s)
+    throttle = max(rows, key=lambda row: row.longest_throttle_s)
     slowest = max(rows, key=lambda row: 1e9 if row.recovery_s is None else row.recovery_s)
     recovery = "never" if slowest.recovery_s is None else f"{slowest.recovery_s:.1f}"
     paused = paused_principal_rate(group.windows(), run.paused_at, run.opened_at)
     floor = min(base_rate, max(256 * 1024, group.connections * 1024 * 1024 / 12))
     return (
         f"| {group.client} | {group.connections} | {stall.longest_stall_s:.1f} "
-        f"(#{stall.producer}) | {recovery} (#{slowest.producer}) | "
+        f"(#{stall.producer}) | {throttle.longest_throttle_s:.1f} (#{throttle.producer}) | "
+        f"{recovery} (#{slowest.producer}) | "
         f"{max(row.max_latency_s for row in rows):.1f} | {sum(row.failed for row in rows)} | "
         f"{paused / 1024:.0f} | {floor / 1024:.0f} |"
     )
@@ -68,13 +71,23 @@ def main(argv: list[str] | None = None) -> int:
         "--shared-client-id", action="store_true", help="all N connections share one client.id"
     )
     parser.add_argument("--base-mib", type=float, default=BASE_RATE / MIB, help="base, MiB/s")
+    parser.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a client property over the harness's own, for every producer (repeatable), e.g. "
+        "max.in.flight.requests.per.connection=1",
+    )
     args = parser.parse_args(argv)
     counts = [int(text) for text in args.connections.split(",")]
     clients = args.clients.split(",")
     base_rate = int(args.base_mib * MIB)
+    properties = dict(item.split("=", 1) for item in args.producer_property)
     print(f"machine: {describe_machine()}")
     print(f"start: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
     print(f"base {base_rate / MIB:g} MiB/s, PAUSE {args.hold:g} s, connections {counts}")
+    print(f"producer properties over the harness's: {properties or 'none'}")
     rows: list[str] = []
     summaries: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pause-bound-") as directory:
@@ -84,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             for count in counts:
                 groups = [
                     ProducerGroup(client, count, f"{client}-{count}", f"data-{client}-{count}",
-                                  leader, base, args.shared_client_id)
+                                  leader, base, args.shared_client_id, properties)
                     for leader, client in enumerate(clients)
                 ]  # fmt: skip
                 started = time.time()

@@ -21,9 +21,9 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,7 @@ class Window:
     last_ack: int
     max_latency_ms: int
     max_blocked_ms: int
+    throttle_max_ms: int  # the longest throttle_time_ms the broker returned, lately
     final: bool
     error: str
 
@@ -87,7 +88,7 @@ class Window:
         return cls(
             line["t"], line["bytes"], line["acks"], line["failed"], line["sent"],
             line["firstAck"], line["lastAck"], line["maxLatencyMs"], line["maxBlockedMs"],
-            line["final"], line["error"],
+            line["throttleMaxMs"], line["final"], line["error"],
         )  # fmt: skip
 
 
@@ -115,6 +116,7 @@ class ProducerGroup:
     leader: int
     directory: Path
     shared_client_id: bool = False  # every connection the same client.id (assumption (a) off)
+    properties: Mapping[str, str] = field(default_factory=dict)  # over the client's config
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -186,6 +188,7 @@ def _java_config(
         "buffer.memory": str(buffer_bytes(base_rate)),
         "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
+        **group.properties,
     }
 
 
@@ -199,6 +202,7 @@ def _rdkafka_config(
         "batch.size": 1_000_000,  # librdkafka's default and maximum useful: message.max.bytes
         "queue.buffering.max.kbytes": buffer_bytes(base_rate) // KIB,
         "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+        **group.properties,
     }
 
 

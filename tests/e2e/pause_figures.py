@@ -27,6 +27,7 @@ class ProducerFigures:
     sent: int
     max_latency_s: float
     max_blocked_s: float
+    longest_throttle_s: float  # the longest throttle_time_ms the broker returned it
     finished: bool  # the producer closed and reported every record it sent
     error: str
 
@@ -35,15 +36,16 @@ class ProducerFigures:
         return (
             f"| {self.client} | {self.connections} | {self.principal}-{self.producer} | "
             f"{self.baseline_bytes_per_s / 1024:.0f} | {self.longest_stall_s:.1f} | {recovery} | "
-            f"{self.max_latency_s:.1f} | {self.max_blocked_s:.1f} | {self.acked} | "
-            f"{self.failed} |"
+            f"{self.max_latency_s:.1f} | {self.max_blocked_s:.1f} | "
+            f"{self.longest_throttle_s:.1f} | {self.acked} | {self.failed} |"
         )
 
 
 ROW_HEADER = (
     "| client | N | producer | rate before PAUSE (KiB/s) | longest stall (s) | "
     "back to 90 % after OPEN (s) | oldest record at ack (s) | longest blocked send (s) | "
-    "records acked | records failed |\n|---|---|---|---|---|---|---|---|---|---|"
+    "longest throttle from the broker (s) | records acked | records failed |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -112,6 +114,10 @@ def producer_figures(
                 sent=sum(w.sent for w in windows),
                 max_latency_s=max((w.max_latency_ms for w in windows), default=0) / 1000,
                 max_blocked_s=max((w.max_blocked_ms for w in windows), default=0) / 1000,
+                longest_throttle_s=max(
+                    (w.throttle_max_ms for w in windows if w.t >= pause_ms), default=0
+                )
+                / 1000,
                 finished=any(w.final for w in windows),
                 error=next((w.error for w in windows if w.error), ""),
             )

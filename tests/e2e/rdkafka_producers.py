@@ -4,7 +4,9 @@
 [shared-client-id]``:
 N ``confluent_kafka.Producer`` instances (one connection and one ``client.id`` each) produce
 together RATE bytes/s of RECORD_BYTES records. Every second one JSON line per producer reports
-what was acknowledged in that second (same fields as the Java harness); once STOP_FILE exists
+what was acknowledged in that second (same fields as the Java harness; ``throttleMaxMs`` is the
+longest ``throttle_time_ms`` the brokers returned within the last statistics interval, from
+librdkafka's statistics); once STOP_FILE exists
 every producer stops sending and flushes until each record is acked or failed, then prints a
 last line with ``"final": true``.
 """
@@ -31,7 +33,7 @@ class Window:
     def reset(self) -> None:
         self.bytes = self.acks = self.failed = self.sent = 0
         self.first_ack = self.last_ack = -1
-        self.max_latency = self.max_blocked = 0
+        self.max_latency = self.max_blocked = self.throttle_max = 0
         self.error = ""
 
     def acked(self, sent_at: float, size: int, error: KafkaError | None) -> None:
@@ -61,12 +63,20 @@ class Window:
                     "lastAck": self.last_ack,
                     "maxLatencyMs": self.max_latency,
                     "maxBlockedMs": self.max_blocked,
+                    "throttleMaxMs": self.throttle_max,
                     "final": final,
                     "error": self.error,
                 }
             )
             self.reset()
             return line
+
+    def statistics(self, text: str) -> None:
+        """librdkafka's statistics (every second): each broker's throttle-time window."""
+        brokers = json.loads(text).get("brokers", {}).values()
+        longest = max((broker.get("throttle", {}).get("max", 0) for broker in brokers), default=0)
+        with self.lock:
+            self.throttle_max = max(self.throttle_max, int(longest))
 
 
 def produce(
@@ -106,7 +116,14 @@ def main(argv: list[str]) -> int:
     windows = [Window() for _ in range(count)]
     shared = argv[7:] == ["shared-client-id"]
     producers = [
-        Producer({**config, "client.id": prefix if shared else f"{prefix}-{i}"})
+        Producer(
+            {
+                **config,
+                "client.id": prefix if shared else f"{prefix}-{i}",
+                "statistics.interval.ms": 1000,
+                "stats_cb": windows[i].statistics,
+            }
+        )
         for i in range(count)
     ]
     threads = [

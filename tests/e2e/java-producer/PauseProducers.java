@@ -3,9 +3,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -17,7 +20,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * optionally "shared-client-id" (every producer uses the prefix itself as client.id). Every
  * second it prints one JSON line per producer with what was acknowledged in that second (bytes,
  * records, failures, the first and last ack instant in epoch ms, the longest send-to-ack
- * latency, the longest blocked send()). Once the stop file exists, every producer stops sending
+ * latency, the longest blocked send(), and the producer's produce-throttle-time-max: the longest
+ * throttle_time_ms the broker returned within the client's metric window, 30 to 60 s). Once the
+ * stop file exists, every producer stops sending
  * and is closed (close() waits for every record sent: acked or failed after delivery.timeout.ms),
  * and a last line per producer follows with {"final": true}.
  */
@@ -44,13 +49,13 @@ public final class PauseProducers {
             maxBlocked = Math.max(maxBlocked, blocked);
         }
 
-        synchronized String drain(int producer, long now, boolean last) {
+        synchronized String drain(int producer, long now, boolean last, long throttleMaxMs) {
             String line = String.format(
                 "{\"p\":%d,\"t\":%d,\"bytes\":%d,\"acks\":%d,\"failed\":%d,\"sent\":%d,"
                     + "\"firstAck\":%d,\"lastAck\":%d,\"maxLatencyMs\":%d,\"maxBlockedMs\":%d,"
-                    + "\"final\":%b,\"error\":\"%s\"}",
+                    + "\"throttleMaxMs\":%d,\"final\":%b,\"error\":\"%s\"}",
                 producer, now, bytes, acks, failed, sent, firstAck, lastAck, maxLatency, maxBlocked,
-                last, error.replace("\\", "/").replace("\"", "'"));
+                throttleMaxMs, last, error.replace("\\", "/").replace("\"", "'"));
             bytes = acks = failed = sent = maxLatency = maxBlocked = 0;
             firstAck = lastAck = -1;
             error = "";
@@ -91,7 +96,7 @@ public final class PauseProducers {
             thread.start();
             threads.add(thread);
         }
-        Thread reporter = new Thread(() -> report(windows, stop));
+        Thread reporter = new Thread(() -> report(producers, windows, stop));
         reporter.setDaemon(true);
         reporter.start();
         for (Thread thread : threads) thread.join();
@@ -104,7 +109,8 @@ public final class PauseProducers {
         for (Thread closer : closers) closer.join();
         synchronized (System.out) {
             for (int i = 0; i < count; i++) {
-                System.out.println(windows.get(i).drain(i, System.currentTimeMillis(), true));
+                System.out.println(windows.get(i).drain(i, System.currentTimeMillis(), true,
+                        throttleMaxMs(producers.get(i))));
             }
             System.out.flush();
         }
@@ -135,7 +141,21 @@ public final class PauseProducers {
         }
     }
 
-    private static void report(List<Window> windows, Path stop) {
+    /** produce-throttle-time-max of the producer's metrics, 0 while it has no sample. */
+    private static long throttleMaxMs(KafkaProducer<byte[], byte[]> producer) {
+        for (Map.Entry<MetricName, ? extends Metric> entry : producer.metrics().entrySet()) {
+            MetricName name = entry.getKey();
+            if (name.name().equals("produce-throttle-time-max") && name.group().equals("producer-metrics")) {
+                Object value = entry.getValue().metricValue();
+                if (value instanceof Double max && Double.isFinite(max)) {
+                    return Math.round(max);
+                }
+            }
+        }
+        return 0;
+    }
+
+    private static void report(List<KafkaProducer<byte[], byte[]>> producers, List<Window> windows, Path stop) {
         long next = System.currentTimeMillis() + 1000;
         while (true) {
             sleepNanos(Math.max(0, next - System.currentTimeMillis()) * 1_000_000L);
@@ -143,7 +163,7 @@ public final class PauseProducers {
             synchronized (System.out) {
                 long now = System.currentTimeMillis();
                 for (int i = 0; i < windows.size(); i++) {
-                    System.out.println(windows.get(i).drain(i, now, false));
+                    System.out.println(windows.get(i).drain(i, now, false, throttleMaxMs(producers.get(i))));
                 }
                 System.out.flush();
             }
