@@ -2,7 +2,8 @@
 
 ``check_topic`` does one attempt and says how it went: ready, worth retrying (cluster
 unreachable, permission missing, topic not created yet) or misconfigured (an existing topic with
-the wrong ``cleanup.policy``: the operator must fix it, retrying cannot). ``TopicGuard`` retries in
+the wrong ``cleanup.policy``, or a broker refusing the client's SASL credentials: the operator
+must fix it, retrying cannot). ``TopicGuard`` retries in
 a background thread until the topic is ready, so the publisher keeps sampling meanwhile.
 """
 
@@ -37,15 +38,29 @@ _PERMISSION_CODES = frozenset(
 )
 
 
-def new_admin_client(config: dict[str, Any]) -> AdminClient:
+class TopicAdmin(AdminClient):
     """An AdminClient that leaves connection errors to the caller, which reports them as
-    "cannot reach Kafka"."""
-    settings: dict[str, Any] = {**config, "error_cb": _ignore_client_error}
-    return AdminClient(settings)
+    "cannot reach Kafka", except a broker refusing the credentials (a SASL authentication
+    failure, which librdkafka reports only to ``error_cb`` and retries forever)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._refusal: str | None = None
+        settings: dict[str, Any] = {**config, "error_cb": self._client_error}
+        super().__init__(settings)
+
+    def _client_error(self, error: KafkaError) -> None:
+        # Connection trouble otherwise shows up as the failed request it causes.
+        if error.code() == KafkaError._AUTHENTICATION:
+            self._refusal = error.str()
+
+    def credentials_refused(self) -> str | None:
+        """librdkafka's words when a broker refused this client's credentials, else None."""
+        self.poll(0)  # serves error_cb
+        return self._refusal
 
 
-def _ignore_client_error(_error: KafkaError) -> None:
-    """Connection trouble shows up as the failed request it causes."""
+def new_admin_client(config: dict[str, Any]) -> TopicAdmin:
+    return TopicAdmin(config)
 
 
 class TopicOutcome(StrEnum):
@@ -63,12 +78,19 @@ class TopicCheck:
 
 
 def check_topic(
-    admin: AdminClient, requirements: TopicRequirements, create: bool, timeout_seconds: float
+    admin: TopicAdmin, requirements: TopicRequirements, create: bool, timeout_seconds: float
 ) -> TopicCheck:
     name = requirements.name
     try:
         metadata = admin.list_topics(topic=name, timeout=timeout_seconds)
     except KafkaException as error:
+        refusal = admin.credentials_refused()
+        if refusal is not None:
+            return TopicCheck(
+                TopicOutcome.MISCONFIGURED,
+                f"Kafka refused this client's credentials (check the SASL user name, password "
+                f"and mechanism): {refusal}",
+            )
         return TopicCheck(TopicOutcome.RETRY, f"cannot reach Kafka: {_describe(error)}")
     topic = metadata.topics.get(name)
     topic_error = topic.error if topic is not None else None
@@ -164,7 +186,7 @@ class TopicGuard:
 
     def __init__(
         self,
-        admin_factory: Callable[[], AdminClient],
+        admin_factory: Callable[[], TopicAdmin],
         requirements: TopicRequirements,
         create: bool,
         timeout_seconds: float = 10.0,

@@ -67,24 +67,32 @@ def check_tls_files(files: TlsFiles) -> CertificateSummary:
     return summarize_certificate(certificate_pem)
 
 
-class TlsFileWatch:
-    """Tells when the TLS files changed since the last accepted version."""
+class FileWatch:
+    """Tells when any of ``paths`` changed since the last accepted version."""
 
-    def __init__(self, files: TlsFiles) -> None:
-        self._files = files
-        self._accepted = fingerprint(files.paths)
-
-    @property
-    def files(self) -> TlsFiles:
-        return self._files
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._paths = tuple(paths)
+        self._accepted = fingerprint(self._paths)
 
     def changed(self) -> tuple[str, ...] | None:
         """The new fingerprint when any file differs from the accepted version, else None."""
-        current = fingerprint(self._files.paths)
+        current = fingerprint(self._paths)
         return None if current == self._accepted else current
 
     def accept(self, new_fingerprint: tuple[str, ...]) -> None:
         self._accepted = new_fingerprint
+
+
+class TlsFileWatch(FileWatch):
+    """Tells when the TLS files changed since the last accepted version."""
+
+    def __init__(self, files: TlsFiles) -> None:
+        super().__init__(files.paths)
+        self._files = files
+
+    @property
+    def files(self) -> TlsFiles:
+        return self._files
 
 
 @dataclass(frozen=True, slots=True)

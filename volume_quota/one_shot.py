@@ -75,10 +75,19 @@ def _send_after_topic_check(
     )
     # Signed like the daemon's snapshots: a consumer that requires signatures must be able to
     # tell this message (a tombstone above all) from a forgery.
-    headers = load_signer(settings.required_tls_files()).headers(key, value)
+    headers = signature_headers(settings, key, value)
     error = send_and_wait(sink, key, value, timeout + 5.0, headers)
     if error is not None:
         raise PublicationFailedError(error)
+
+
+def signature_headers(
+    settings: ConnectedSettings, key: bytes, value: bytes | None
+) -> list[tuple[str, bytes]]:
+    """Headers signing the message with the client certificate's key; none (unsigned) when
+    the connection has no certificate (SASL_SSL alone)."""
+    files = settings.client_tls_files()
+    return [] if files is None else load_signer(files).headers(key, value)
 
 
 def send_and_wait(
@@ -124,7 +133,7 @@ def write_override(settings: ConnectedSettings, value: bytes | None) -> None:
     sink = KafkaSnapshotSink(
         with_client_logger(producer_config(connection, 0, timeout)), settings.override_topic
     )
-    headers = load_signer(settings.required_tls_files()).headers(OVERRIDE_KEY, value)
+    headers = signature_headers(settings, OVERRIDE_KEY, value)
     error = send_and_wait(sink, OVERRIDE_KEY, value, timeout + 5.0, headers)
     if error is not None:
         raise PublicationFailedError(error)

@@ -221,3 +221,42 @@ spec:
         "sidecar-tls",
         "sidecar-tmp",
     }
+
+
+def test_a_scram_user_reaches_the_attached_sidecar_through_extra_env(tmp_path: Path) -> None:
+    """docs/publisher.md's recipe for a cluster with a SASL_SSL listener: the password from a
+    Secret (never in the values), the principal (ACL Job, quota exclusion) the SCRAM user."""
+    sasl = tmp_path / "sasl-values.yaml"
+    sasl.write_text(
+        yaml.safe_dump(
+            {
+                "sidecar": {
+                    "principal": "kafka-0-scram",
+                    "bootstrapServers": "kafka-0.kafka:9094,kafka-1.kafka:9094",
+                    "extraEnv": [
+                        {"name": "VOLUME_QUOTA_SECURITY_PROTOCOL", "value": "SASL_SSL"},
+                        {"name": "VOLUME_QUOTA_SASL_USERNAME", "value": "kafka-0-scram"},
+                        {
+                            "name": "VOLUME_QUOTA_SASL_PASSWORD",
+                            "valueFrom": {
+                                "secretKeyRef": {"name": "volume-quota-scram", "key": "password"}
+                            },
+                        },
+                    ],
+                }
+            }
+        )
+    )
+    manifests = render([ATTACH_VALUES, sasl])
+    sidecar = attach_snippets(manifests)["sidecar-container.yaml"]
+    env = env_values(sidecar)
+    assert env["VOLUME_QUOTA_SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert env["VOLUME_QUOTA_SASL_USERNAME"] == "kafka-0-scram"
+    assert env["VOLUME_QUOTA_BOOTSTRAP_SERVERS"] == "kafka-0.kafka:9094,kafka-1.kafka:9094"
+    assert env_of(sidecar)["VOLUME_QUOTA_SASL_PASSWORD"]["valueFrom"] == {
+        "secretKeyRef": {"name": "volume-quota-scram", "key": "password"}
+    }
+    job = find(manifests, "Job")["spec"]["template"]["spec"]
+    assert env_values(container(job, "grant-acls"))["SIDECAR_PRINCIPAL"] == "kafka-0-scram"
+    properties = parse_properties(attach_snippets(manifests)["volume-quota.properties"])
+    assert "User:kafka-0-scram" in properties["volume.quota.excluded.principals"].split(";")

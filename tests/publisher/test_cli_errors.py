@@ -64,12 +64,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
             "volume limit for '/elsewhere' matches no log dir volume",
         ),
         (["publish", "--print", "--broker-id", "1", "--log-dirs", "/"], "--print needs --once"),
-        (
-            ["publish", "--broker-id", "1", "--log-dirs", "/"],
-            "bootstrap_servers (--bootstrap-servers, VOLUME_QUOTA_BOOTSTRAP_SERVERS) is required",
-        ),
         (["retire"], "broker_id (--broker-id"),
-        (["retire", "--broker-id", "4"], "bootstrap_servers"),
         (["publish", "--config", "/nope.toml"], "--config /nope.toml: No such file or directory"),
     ],
 )
@@ -83,6 +78,40 @@ def test_bad_configuration_exits_2_with_one_line(
     assert len(lines) == 1, err
     assert lines[0].startswith("volume-quota: error: ")
     assert expected in lines[0]
+
+
+BOOTSTRAP_REQUIRED = (
+    "volume-quota: error: bootstrap_servers (--bootstrap-servers, "
+    "VOLUME_QUOTA_BOOTSTRAP_SERVERS) is required"
+)
+
+
+@pytest.mark.parametrize(
+    "argv", [["publish", "--broker-id", "1", "--log-dirs", "/"], ["retire", "--broker-id", "4"]]
+)
+def test_every_missing_connection_setting_is_named_at_once(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    status, out, err = run_cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.splitlines() == [
+        BOOTSTRAP_REQUIRED,
+        "volume-quota: error: TLS files are required: set tls_ca_file (--tls-ca-file, "
+        "VOLUME_QUOTA_TLS_CA_FILE), tls_cert_file (--tls-cert-file, VOLUME_QUOTA_TLS_CERT_FILE), "
+        "tls_key_file (--tls-key-file, VOLUME_QUOTA_TLS_KEY_FILE)",
+    ]
+    status, out, err = run_cli(capsys, *argv, "--security-protocol", "sasl_ssl")
+    assert (status, out) == (2, "")
+    assert err.splitlines() == [
+        BOOTSTRAP_REQUIRED,
+        "volume-quota: error: tls_ca_file (--tls-ca-file, VOLUME_QUOTA_TLS_CA_FILE) is required "
+        "with security_protocol=SASL_SSL: it verifies the brokers' certificates",
+        "volume-quota: error: sasl_username (--sasl-username, VOLUME_QUOTA_SASL_USERNAME) is "
+        "required with security_protocol=SASL_SSL",
+        "volume-quota: error: sasl_password (--sasl-password, VOLUME_QUOTA_SASL_PASSWORD) or "
+        "sasl_password_file (--sasl-password-file, VOLUME_QUOTA_SASL_PASSWORD_FILE) is "
+        "required with security_protocol=SASL_SSL",
+    ]
 
 
 def test_every_problem_at_start_is_reported_at_once(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import Future
@@ -11,7 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from publisher.topic_requirements import TopicRequirements
-from publisher.topic_setup import TopicGuard, TopicOutcome, check_topic
+from publisher.topic_setup import TopicAdmin, TopicGuard, TopicOutcome, check_topic
 
 REQUIREMENTS = TopicRequirements(name="snapshots")
 
@@ -52,6 +53,10 @@ class FakeAdmin:
     metadata_error: int | None = None
     created: list[Any] = field(default_factory=list)
     calls: int = 0
+    refusal: str | None = None
+
+    def credentials_refused(self) -> str | None:
+        return self.refusal
 
     def list_topics(self, topic: str, timeout: float) -> ClusterMetadata:
         self.calls += 1
@@ -137,6 +142,43 @@ def test_transient_problems_are_retried() -> None:
         result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
         assert result.outcome is TopicOutcome.RETRY, expected
         assert expected in result.detail
+
+
+SCRAM_REFUSAL = (
+    "sasl_ssl://127.0.0.1:9094/bootstrap: SASL authentication error: Authentication failed "
+    "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+)
+
+
+def test_refused_credentials_are_a_misconfiguration_not_a_retry() -> None:
+    admin = FakeAdmin(reachable=False, refusal=SCRAM_REFUSAL)
+    result = check_topic(admin, REQUIREMENTS, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.MISCONFIGURED
+    assert result.detail.startswith("Kafka refused this client's credentials")
+    assert SCRAM_REFUSAL in result.detail
+    assert "\n" not in result.detail
+
+
+def test_the_admin_client_remembers_an_authentication_failure_only() -> None:
+    admin = TopicAdmin({"bootstrap.servers": "127.0.0.1:1", "logger": logging.getLogger("t")})
+    admin._client_error(KafkaError(KafkaError._TRANSPORT, "Connection refused"))
+    admin._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    assert admin.credentials_refused() is None
+    admin._client_error(KafkaError(KafkaError._AUTHENTICATION, SCRAM_REFUSAL))
+    admin._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    assert admin.credentials_refused() == SCRAM_REFUSAL
+
+
+def test_guard_stops_when_the_credentials_are_refused() -> None:
+    admin = FakeAdmin(reachable=False, refusal=SCRAM_REFUSAL)
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True)  # type: ignore[arg-type, return-value]
+    guard.start()
+    guard._thread.join(5)
+    assert not guard._thread.is_alive()
+    assert guard.misconfiguration is not None
+    assert SCRAM_REFUSAL in guard.misconfiguration
+    assert admin.calls == 1
+    guard.stop()
 
 
 def test_missing_topic_without_create_waits_for_an_operator() -> None:

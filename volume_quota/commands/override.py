@@ -96,9 +96,11 @@ def _override(arguments: argparse.Namespace, settings: ConnectedSettings) -> Quo
 
 
 def _operator(settings: ConnectedSettings) -> str:
-    """Who sets it: the common name of the client certificate the command connects with."""
-    certificate = x509.load_pem_x509_certificate(
-        settings.required_tls_files().certificate_file.read_bytes()
-    )
+    """Who sets it: the common name of the client certificate the command connects with, else
+    (SASL_SSL without a certificate) the SCRAM user name."""
+    files = settings.client_tls_files()
+    if files is None:
+        return settings.sasl_username or "unknown"
+    certificate = x509.load_pem_x509_certificate(files.certificate_file.read_bytes())
     names = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     return str(names[0].value) if names else certificate.subject.rfc4514_string()

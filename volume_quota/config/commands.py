@@ -21,36 +21,106 @@ from volume_quota.config.concerns import (
     PolicySettings,
     PublishingSettings,
 )
+from volume_quota.config.credentials import TLS_SETTINGS
 from volume_quota.config.sources import describe_setting
 from volume_quota.config.trust import AgentSettings, SignatureSettings
 from volume_quota.errors import UsageError
-from volume_quota.kafka_client_config import KafkaConnection
-
-TLS_SETTINGS = ("tls_ca_file", "tls_cert_file", "tls_key_file")
+from volume_quota.kafka_client_config import KafkaConnection, SaslCredentials
 
 
 class ConnectedSettings(ConnectionSettings):
     """What every command that talks to Kafka requires of its connection settings."""
 
     def required_tls_files(self) -> TlsFiles:
+        """The client certificate, its key and the CA (mutual TLS, signing)."""
         if self.tls_ca_file is None or self.tls_cert_file is None or self.tls_key_file is None:
             names = ", ".join(describe_setting(name) for name in TLS_SETTINGS)
             raise UsageError(f"TLS files are required: set {names}")
         password = self.tls_key_password.get_secret_value() if self.tls_key_password else None
         return TlsFiles(self.tls_ca_file, self.tls_cert_file, self.tls_key_file, password)
 
-    def required_kafka_connection(self) -> KafkaConnection:
+    def client_tls_files(self) -> TlsFiles | None:
+        """The client certificate's files; None with SASL_SSL and no certificate (then nothing
+        signs snapshots)."""
+        if self.security_protocol == "SASL_SSL" and self.tls_cert_file is None:
+            return None
+        return self.required_tls_files()
+
+    def required_ca_file(self) -> Path:
+        if self.tls_ca_file is None:
+            raise UsageError(f"{describe_setting('tls_ca_file')} is required")
+        return self.tls_ca_file
+
+    def tls_paths(self) -> tuple[Path, ...]:
+        """The TLS files given (the CA, and the client certificate and key if any)."""
+        names = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        return tuple(path for path in names if path is not None)
+
+    def connection_problems(self) -> list[str]:
+        """Every setting the Kafka connection still lacks, one line each."""
+        problems = []
         if self.bootstrap_servers is None:
-            raise UsageError(f"{describe_setting('bootstrap_servers')} is required")
-        tls = self.required_tls_files()
+            problems.append(f"{describe_setting('bootstrap_servers')} is required")
+        if self.security_protocol == "SSL":
+            if None in (self.tls_ca_file, self.tls_cert_file, self.tls_key_file):
+                names = ", ".join(describe_setting(name) for name in TLS_SETTINGS)
+                problems.append(f"TLS files are required: set {names}")
+            return problems
+        with_sasl = "with security_protocol=SASL_SSL"
+        if self.tls_ca_file is None:
+            problems.append(
+                f"{describe_setting('tls_ca_file')} is required {with_sasl}: it verifies the "
+                "brokers' certificates"
+            )
+        if self.sasl_username is None:
+            problems.append(f"{describe_setting('sasl_username')} is required {with_sasl}")
+        if self.sasl_password is None and self.sasl_password_file is None:
+            problems.append(
+                f"{describe_setting('sasl_password')} or "
+                f"{describe_setting('sasl_password_file')} is required {with_sasl}"
+            )
+        return problems
+
+    def required_kafka_connection(self) -> KafkaConnection:
+        problems = self.connection_problems()
+        if problems or self.bootstrap_servers is None:
+            raise UsageError(*problems)
+        tls = self.client_tls_files()
         return KafkaConnection(
             bootstrap_servers=self.bootstrap_servers,
-            ca_file=tls.ca_file,
-            certificate_file=tls.certificate_file,
-            key_file=tls.key_file,
-            key_password=tls.key_password,
+            ca_file=self.required_ca_file(),
+            certificate_file=None if tls is None else tls.certificate_file,
+            key_file=None if tls is None else tls.key_file,
+            key_password=None if tls is None else tls.key_password,
             verify_hostname=self.tls_verify_hostname,
+            sasl=self._sasl_credentials(),
         )
+
+    def _sasl_credentials(self) -> SaslCredentials | None:
+        if self.security_protocol != "SASL_SSL" or self.sasl_username is None:
+            return None
+        if self.sasl_password is not None:
+            password = self.sasl_password.get_secret_value()
+        elif self.sasl_password_file is not None:
+            password = read_password_file(self.sasl_password_file)
+        else:  # connection_problems reports it first
+            raise UsageError(f"{describe_setting('sasl_password')} is required")
+        return SaslCredentials(self.sasl_username, password, self.sasl_mechanism)
+
+
+def read_password_file(path: Path) -> str:
+    """The password in ``path`` without its trailing line breaks; ``UsageError`` naming the
+    setting when the file cannot be read or holds no password."""
+    where = f"invalid setting {describe_setting('sasl_password_file')}"
+    try:
+        password = path.read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as error:
+        raise UsageError(f"{where}: cannot read {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: {path} is not UTF-8 text") from None
+    if not password:
+        raise UsageError(f"{where}: {path} is empty")
+    return password
 
 
 class PublishSettings(ConnectedSettings, PublishingSettings, HttpSettings):

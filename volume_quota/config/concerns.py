@@ -31,6 +31,7 @@ from publisher.volumes import VolumeLimitOverride
 from schemas.decision import OnMissing
 from schemas.override import DEFAULT_OVERRIDE_TOPIC
 from schemas.snapshot import MAX_BROKER_ID, Limit, LimitType, MinFreePercentageLimit
+from volume_quota.config.credentials import credential_problems, raise_problems
 from volume_quota.config.sources import ENV_PREFIX, SettingsBase, describe_setting
 from volume_quota.durations import parse_duration
 from volume_quota.limit_parsing import limit_from_config, volume_limit_overrides_from_config
@@ -65,7 +66,8 @@ def help_text(text: str, metavar: str = "") -> dict[str, Any]:
 
 
 class ConnectionSettings(SettingsBase):
-    """Reaching Kafka: bootstrap servers, mutual TLS, the topic, this broker's id, logging."""
+    """Reaching Kafka: bootstrap servers, mutual TLS or SASL/SCRAM over TLS, the topic, this
+    broker's id, logging."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
 
@@ -82,11 +84,23 @@ class ConnectionSettings(SettingsBase):
     bootstrap_servers: str | None = Field(
         None, **help_text("Kafka bootstrap servers (the control plane listener)", "HOST:PORT,...")
     )
+    security_protocol: Annotated[Literal["SSL", "SASL_SSL"], BeforeValidator(_upper)] = Field(
+        "SSL",
+        **help_text(
+            "SSL: mutual TLS, the client certificate is the identity; SASL_SSL: TLS and a "
+            "SCRAM user (sasl_username), the client certificate optional",
+            "SSL|SASL_SSL",
+        ),
+    )
     tls_ca_file: Path | None = Field(
         None, **help_text("PEM CA bundle that signed the brokers' certificates", "FILE")
     )
     tls_cert_file: Path | None = Field(
-        None, **help_text("PEM client certificate (mutual TLS)", "FILE")
+        None,
+        **help_text(
+            "PEM client certificate (mutual TLS; with SASL_SSL optional, it signs snapshots)",
+            "FILE",
+        ),
     )
     tls_key_file: Path | None = Field(
         None, **help_text("PEM private key of the client certificate", "FILE")
@@ -95,6 +109,31 @@ class ConnectionSettings(SettingsBase):
         None, **help_text("password of an encrypted private key", "PASSWORD")
     )
     tls_verify_hostname: bool = Field(True, **help_text("check the broker certificate's host name"))
+    sasl_mechanism: Annotated[
+        Literal["SCRAM-SHA-512", "SCRAM-SHA-256"], BeforeValidator(_upper)
+    ] = Field(
+        "SCRAM-SHA-512",
+        **help_text(
+            "with SASL_SSL: the SCRAM mechanism of the user's credential",
+            "SCRAM-SHA-512|SCRAM-SHA-256",
+        ),
+    )
+    sasl_username: str | None = Field(
+        None,
+        min_length=1,
+        **help_text("with SASL_SSL: the SCRAM user name (the principal is User:NAME)", "NAME"),
+    )
+    sasl_password: SecretStr | None = Field(
+        None, **help_text("with SASL_SSL: the SCRAM password (or sasl_password_file)", "PASSWORD")
+    )
+    sasl_password_file: Path | None = Field(
+        None,
+        **help_text(
+            "with SASL_SSL: read the SCRAM password from this file, e.g. a mounted Kubernetes "
+            "secret (trailing line breaks ignored; read at start)",
+            "FILE",
+        ),
+    )
     topic: str = Field(
         DEFAULT_TOPIC,
         min_length=1,
@@ -139,16 +178,8 @@ class ConnectionSettings(SettingsBase):
         return ",".join(addresses)
 
     @model_validator(mode="after")
-    def _tls_files_together(self) -> ConnectionSettings:
-        names = ("tls_ca_file", "tls_cert_file", "tls_key_file")
-        given = [getattr(self, name) is not None for name in names]
-        if any(given) and not all(given):
-            missing = [
-                describe_setting(name)
-                for name, is_set in zip(names, given, strict=True)
-                if not is_set
-            ]
-            raise ValueError(f"TLS needs all three files; missing {', '.join(missing)}")
+    def _credentials_consistent(self) -> ConnectionSettings:
+        raise_problems(type(self).__name__, credential_problems(self))
         return self
 
 

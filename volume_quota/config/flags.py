@@ -19,7 +19,7 @@ from schemas.snapshot import ConsumedSpaceLimit, MinFreeBytesLimit, MinFreePerce
 from volume_quota.config.sources import CONFIG_FILE_ENV, env_for, flag_for
 from volume_quota.limit_parsing import format_limit
 
-HIDDEN_SETTINGS = frozenset({"tls_key_password"})
+HIDDEN_SETTINGS = frozenset({"tls_key_password", "sasl_password"})
 """Settings taken from the environment or the file only: a password on a command line leaks."""
 
 

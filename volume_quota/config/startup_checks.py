@@ -1,8 +1,8 @@
 """The start-up check: the files the settings name exist and are usable, every problem at once.
 
 Validators only check syntax and ranges; this reads the files (log dirs, server.properties,
-the decision file's directory, the TLS files) once, when a command starts, and lists every
-problem in one ``UsageError``, one line each.
+the decision file's directory, the TLS files, the SASL password file) once, when a command
+starts, and lists every problem in one ``UsageError``, one line each.
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from volume_quota.certificate_inspection import (
     count_certificates,
     summarize_certificate,
 )
-from volume_quota.config.commands import ConnectedSettings, DecideSettings, PublishSettings
+from volume_quota.config.commands import (
+    ConnectedSettings,
+    DecideSettings,
+    PublishSettings,
+    read_password_file,
+)
 from volume_quota.config.sources import describe_setting
 from volume_quota.errors import UsageError
 
@@ -63,6 +68,11 @@ def startup_problems(settings: BaseSettings) -> list[str]:
         problems.extend(_decision_file_problems(settings.decision_file))
     if isinstance(settings, ConnectedSettings):
         problems.extend(_tls_problems(settings))
+        if settings.sasl_password_file is not None:
+            try:
+                read_password_file(settings.sasl_password_file)
+            except UsageError as error:
+                problems.extend(error.problems)
     return problems
 
 
@@ -128,8 +138,8 @@ def _tls_problems(settings: ConnectedSettings) -> list[str]:
             )
         except CertificateError as error:
             problems.append(f"invalid setting {describe_setting(name)}: {path} {error}")
-    if problems or settings.tls_ca_file is None:
-        return problems
+    if problems or settings.tls_ca_file is None or settings.tls_cert_file is None:
+        return problems  # with SASL_SSL, a CA alone is a complete set
     try:
         check_tls_files(settings.required_tls_files())
     except (CertificateError, OSError) as error:

@@ -31,7 +31,7 @@ from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import SnapshotTopicReader
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
-from volume_quota.certificate_files import TlsFileWatch
+from volume_quota.certificate_files import FileWatch
 from volume_quota.collector import tune_for_decoding
 from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
@@ -57,7 +57,7 @@ def signature_policy(settings: StatusSettings | DecideSettings) -> SignaturePoli
     """The signature mode and whom to trust: the cluster CA of ``tls_ca_file``."""
     if settings.snapshot_signatures is SignatureMode.ACCEPT:
         return SignaturePolicy()
-    ca_pem = settings.required_tls_files().ca_file.read_bytes()
+    ca_pem = settings.required_ca_file().read_bytes()
     trust = SignatureTrust(
         ca_certificates=x509.load_pem_x509_certificates(ca_pem),
         broker_identities=settings.signer_identities,
@@ -111,8 +111,8 @@ class DecideDaemon:
         if sink is None:
             decision_file = settings.required_decision_file()
             sink = partial(write_decision_atomically, decision_file)
-        self._tls_watch = TlsFileWatch(settings.required_tls_files())
         settings.required_kafka_connection()
+        self._tls_watch = FileWatch(settings.tls_paths())
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ConsumerMetrics(self.registry)
         self.state = ClusterState(decision_policy(settings))

@@ -92,6 +92,8 @@ class PublisherDaemon:
         self._settings = settings
         self._clock = clock or SystemClock()
         connection = settings.required_kafka_connection()
+        self._tls = settings.client_tls_files()
+        """The client certificate that signs snapshots; None (unsigned) with SASL_SSL alone."""
         self.broker_id: int | None = None
         self.volumes: list[Volume] = []
         self._survey: LogDirSurvey | None = None
@@ -180,6 +182,8 @@ class PublisherDaemon:
                 soft_limit=format_limit(settings.soft_limit),
                 hard_limit=format_limit(settings.hard_limit),
                 topic=settings.topic,
+                security_protocol=settings.security_protocol,
+                snapshots_signed=self._tls is not None,
                 http_port=None if self._server is None else self.http_port,
             )
             self._topic_guard.start()
@@ -223,7 +227,7 @@ class PublisherDaemon:
             metrics=self.metrics,
             topic_ready=self._topic_guard.ready.is_set,
             topic_problem=lambda: self._topic_guard.problem,
-            credentials=TlsCredentials(settings.required_tls_files()),
+            credentials=None if self._tls is None else TlsCredentials(self._tls),
         )
 
     def _run_loop(self, loop: PublicationLoop, stop: threading.Event) -> str | None:

@@ -7,6 +7,9 @@ Typical use::
         producer = confluent_kafka.Producer(cluster.client_config("publisher"))
         issue_client(cluster, "app-a", topics_write=["orders"])  # an ordinary principal
 
+With ``sasl_listener=True`` every node also has a SASL_SSL listener: ``add_scram_user`` makes a
+SCRAM user (principal ``User:<name>``) and ``scram_client_config`` connects as it.
+
 Or from a shell: ``python -m local_cluster start --brokers 3 --dir /tmp/vq-cluster``.
 """
 
@@ -17,6 +20,7 @@ from local_cluster.acls import (
     allow,
     grant_sidecar_acls,
     grant_volume_quota_acls,
+    sidecar_acl_bindings,
     volume_quota_acl_bindings,
 )
 from local_cluster.broker_config import BrokerFiles, BrokerPorts
@@ -33,6 +37,7 @@ from local_cluster.pki import (
 )
 from local_cluster.processes import broker_pid, die_with_parent, start_child
 from local_cluster.quota_callback import callback_cluster, callback_properties
+from local_cluster.scram import add_scram_user, scram_client_config
 
 # A library does not print: without a handler configured by the application, the internal
 # clients' librdkafka messages (refused connections while brokers boot) are dropped.
@@ -49,6 +54,7 @@ __all__ = [
     "IdentityFiles",
     "LocalClusterError",
     "LocalKafkaCluster",
+    "add_scram_user",
     "allow",
     "broker_pid",
     "callback_cluster",
@@ -61,6 +67,8 @@ __all__ = [
     "issue_client",
     "kafka_version",
     "read_certificate",
+    "scram_client_config",
+    "sidecar_acl_bindings",
     "start_child",
     "volume_quota_acl_bindings",
 ]

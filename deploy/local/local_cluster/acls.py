@@ -133,3 +133,24 @@ def grant_sidecar_acls(
             _allow(ResourceType.GROUP, consumer_group, PUBLISHER_PRINCIPAL, AclOperation.READ),
         ],
     )
+
+
+def sidecar_acl_bindings(
+    principal: str,
+    topic: str = SNAPSHOT_TOPIC,
+    *,
+    consumer_group: str = "volume-quota-consumer",
+) -> list[AclBinding]:
+    """What :func:`grant_sidecar_acls` gives ``User:publisher``, for any ``principal`` (e.g. a
+    SCRAM user's ``User:<name>``): CREATE, WRITE, READ, DESCRIBE and DESCRIBE_CONFIGS on
+    ``topic`` and READ on the (never joined) ``consumer_group``."""
+    return allow(
+        ResourceType.TOPIC,
+        topic,
+        principal,
+        AclOperation.CREATE,
+        AclOperation.WRITE,
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+    ) + allow(ResourceType.GROUP, consumer_group, principal, AclOperation.READ)

@@ -5,6 +5,11 @@ controller quorum, so a 3-node cluster keeps its quorum while one node restarts.
 listeners are SSL with required client certificates: there is no port where a client without
 a certificate from the cluster CA can even complete a handshake, so no listener can grant an
 anonymous principal anything.
+
+Optionally (a ``sasl`` port in :class:`BrokerPorts`) a fourth listener, ``SASL_CLIENT``, speaks
+SASL_SSL with SCRAM-SHA-512 or SCRAM-SHA-256: TLS without a client certificate, the principal
+is the SCRAM user name (``User:<name>``), and only users created with
+:func:`local_cluster.scram.add_scram_user` can authenticate.
 """
 
 from __future__ import annotations
@@ -14,11 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from local_cluster.errors import LocalClusterError
 from local_cluster.pki import broker_identity
 
 CLIENT_LISTENER = "CLIENT"
 INTERNAL_LISTENER = "INTERNAL"
 CONTROLLER_LISTENER = "CONTROLLER"
+SASL_LISTENER = "SASL_CLIENT"
+SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 LOOPBACK = "127.0.0.1"
 ADMIN_PRINCIPAL = "User:admin"
 
@@ -30,11 +39,13 @@ AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 @dataclass(frozen=True)
 class BrokerPorts:
-    """Loopback ports of one node: clients, replication between brokers, and the KRaft quorum."""
+    """Loopback ports of one node: clients, replication between brokers, and the KRaft quorum;
+    ``sasl``, when set, is the port of the optional SASL_SSL (SCRAM) client listener."""
 
     client: int
     internal: int
     controller: int
+    sasl: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,19 +106,8 @@ def server_properties(
         "controller.quorum.voters": voters,
         "controller.listener.names": CONTROLLER_LISTENER,
         "inter.broker.listener.name": INTERNAL_LISTENER,
-        "listeners": (
-            f"{CLIENT_LISTENER}://{LOOPBACK}:{ports.client},"
-            f"{INTERNAL_LISTENER}://{LOOPBACK}:{ports.internal},"
-            f"{CONTROLLER_LISTENER}://{LOOPBACK}:{ports.controller}"
-        ),
-        "advertised.listeners": (
-            f"{CLIENT_LISTENER}://{LOOPBACK}:{ports.client},"
-            f"{INTERNAL_LISTENER}://{LOOPBACK}:{ports.internal}"
-        ),
-        "listener.security.protocol.map": (
-            f"{CLIENT_LISTENER}:SSL,{INTERNAL_LISTENER}:SSL,{CONTROLLER_LISTENER}:SSL"
-        ),
-        # TLS on every listener, client certificate required everywhere.
+        **_listener_properties(ports),
+        # TLS on every listener, client certificate required on every SSL listener.
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(keystore),
         "ssl.truststore.type": "PEM",
@@ -143,6 +143,62 @@ def server_properties(
     }
     properties.update(extra)
     return properties
+
+
+def _listener_properties(ports: BrokerPorts) -> dict[str, str]:
+    """The listeners of one node: CLIENT, INTERNAL and CONTROLLER (SSL, client certificate
+    required), and SASL_CLIENT (SASL_SSL) when ``ports.sasl`` is set."""
+    listeners = [
+        (CLIENT_LISTENER, ports.client, "SSL"),
+        (INTERNAL_LISTENER, ports.internal, "SSL"),
+        (CONTROLLER_LISTENER, ports.controller, "SSL"),
+    ]
+    if ports.sasl is not None:
+        listeners.append((SASL_LISTENER, ports.sasl, "SASL_SSL"))
+    addresses = {name: f"{name}://{LOOPBACK}:{port}" for name, port, _ in listeners}
+    properties = {
+        "listeners": ",".join(addresses.values()),
+        "advertised.listeners": ",".join(
+            address for name, address in addresses.items() if name != CONTROLLER_LISTENER
+        ),
+        "listener.security.protocol.map": ",".join(
+            f"{name}:{protocol}" for name, _, protocol in listeners
+        ),
+    }
+    if ports.sasl is not None:
+        prefix = f"listener.name.{SASL_LISTENER.lower()}."
+        properties[prefix + "sasl.enabled.mechanisms"] = ",".join(SCRAM_MECHANISMS)
+        # ssl.client.auth reaches a SASL_SSL listener only with the listener prefix (KIP-684);
+        # said explicitly: the SCRAM password is the one credential on this listener.
+        properties[prefix + "ssl.client.auth"] = "none"
+        for mechanism in SCRAM_MECHANISMS:
+            properties[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = SCRAM_LOGIN_MODULE
+    return properties
+
+
+def check_node_layout(
+    broker_count: int,
+    log_dirs: Sequence[Sequence[Path]] | None,
+    per_broker_properties: Sequence[Mapping[str, str]] | None,
+    ports: Sequence[BrokerPorts] | None,
+    sasl_listener: bool = False,
+) -> None:
+    """Raise :class:`LocalClusterError` for per-node arguments that do not fit ``broker_count``
+    (or fixed ``ports`` without the SASL port a ``sasl_listener`` needs)."""
+    if broker_count < 1:
+        raise LocalClusterError(f"broker_count must be at least 1, got {broker_count}")
+    if log_dirs is not None and len(log_dirs) != broker_count:
+        raise LocalClusterError(
+            f"log_dirs has {len(log_dirs)} entries but there are {broker_count} brokers"
+        )
+    if log_dirs is not None and any(len(dirs) == 0 for dirs in log_dirs):
+        raise LocalClusterError("every broker needs at least one log dir")
+    if per_broker_properties is not None and len(per_broker_properties) != broker_count:
+        raise LocalClusterError("per_broker_properties needs one mapping per broker")
+    if ports is not None and len(ports) != broker_count:
+        raise LocalClusterError("ports needs one BrokerPorts per broker")
+    if sasl_listener and ports is not None and any(p.sasl is None for p in ports):
+        raise LocalClusterError("sasl_listener needs a sasl port in every BrokerPorts")
 
 
 def write_properties(path: Path, properties: Mapping[str, str]) -> None:

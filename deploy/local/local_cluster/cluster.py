@@ -21,6 +21,7 @@ from local_cluster.broker_config import (
     LOOPBACK,
     BrokerFiles,
     BrokerPorts,
+    check_node_layout,
     server_properties,
     write_log4j_config,
     write_properties,
@@ -38,7 +39,7 @@ from local_cluster.jvm import (
     wait_or_kill,
 )
 from local_cluster.pki import ClusterPki, IdentityFiles, broker_identity
-from local_cluster.ports import free_loopback_ports
+from local_cluster.ports import allocate_broker_ports
 from local_cluster.probe import broker_serves
 
 ClientConfig = dict[str, str | int | float | bool]
@@ -87,6 +88,7 @@ class LocalKafkaCluster:
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
         ports: Sequence[BrokerPorts] | None = None,
+        sasl_listener: bool = False,
     ) -> None:
         """``log_dirs[i]`` lists broker i's data dirs (default ``broker-<i>/data``).
 
@@ -96,9 +98,10 @@ class LocalKafkaCluster:
         ``jars_dir`` skips :func:`ensure_kafka_jars` and uses that directory's jars.
         ``ports`` fixes every node's ports up front (default: free ports chosen at the first
         start), for properties that must name the cluster's own addresses (e.g. a broker plugin's
-        client bootstrap).
+        client bootstrap). ``sasl_listener`` adds a SASL_SSL (SCRAM) client listener on every
+        node, for users made with :func:`local_cluster.scram.add_scram_user` (off by default).
         """
-        _check_per_broker(broker_count, log_dirs, per_broker_properties, ports)
+        check_node_layout(broker_count, log_dirs, per_broker_properties, ports, sasl_listener)
         self.base_dir = base_dir.resolve()
         self.broker_count = broker_count
         self._files = [
@@ -124,6 +127,7 @@ class LocalKafkaCluster:
         self._jvm: JvmSettings | None = None
         self._pki: ClusterPki | None = None
         self._ports: list[BrokerPorts] | None = list(ports) if ports is not None else None
+        self.sasl_listener = sasl_listener
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # ----------------------------------------------------------------- lifecycle
@@ -149,10 +153,7 @@ class LocalKafkaCluster:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._pki = ClusterPki.create_or_open(self.base_dir / "pki", self.broker_count)
         if self._ports is None:
-            numbers = free_loopback_ports(3 * self.broker_count)
-            self._ports = [
-                BrokerPorts(*numbers[3 * i : 3 * i + 3]) for i in range(self.broker_count)
-            ]
+            self._ports = allocate_broker_ports(self.broker_count, sasl=self.sasl_listener)
         for index in range(self.broker_count):
             self._write_node_config(index)
         format_storage(self._jvm, self._files, self._cluster_id())
@@ -240,6 +241,13 @@ class LocalKafkaCluster:
     def bootstrap_servers(self) -> str:
         """Comma-separated client (SSL) listener addresses of all nodes."""
         return ",".join(f"{LOOPBACK}:{p.client}" for p in self._started_ports())
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """Comma-separated SASL_SSL (SCRAM) listener addresses; needs ``sasl_listener=True``."""
+        if not self.sasl_listener:
+            raise LocalClusterError("this cluster has no SASL listener: pass sasl_listener=True")
+        return ",".join(f"{LOOPBACK}:{p.sasl}" for p in self._started_ports())
 
     def broker_ports(self, index: int) -> BrokerPorts:
         """Client, inter-broker and controller ports of node ``index``."""
@@ -368,26 +376,6 @@ class LocalKafkaCluster:
             raise LocalClusterError(
                 f"no broker {index}: this cluster has brokers 0..{self.broker_count - 1}"
             )
-
-
-def _check_per_broker(
-    broker_count: int,
-    log_dirs: Sequence[Sequence[Path]] | None,
-    per_broker_properties: Sequence[Mapping[str, str]] | None,
-    ports: Sequence[BrokerPorts] | None,
-) -> None:
-    if broker_count < 1:
-        raise LocalClusterError(f"broker_count must be at least 1, got {broker_count}")
-    if log_dirs is not None and len(log_dirs) != broker_count:
-        raise LocalClusterError(
-            f"log_dirs has {len(log_dirs)} entries but there are {broker_count} brokers"
-        )
-    if log_dirs is not None and any(len(dirs) == 0 for dirs in log_dirs):
-        raise LocalClusterError("every broker needs at least one log dir")
-    if per_broker_properties is not None and len(per_broker_properties) != broker_count:
-        raise LocalClusterError("per_broker_properties needs one mapping per broker")
-    if ports is not None and len(ports) != broker_count:
-        raise LocalClusterError("ports needs one BrokerPorts per broker")
 
 
 @atexit.register
