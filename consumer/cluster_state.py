@@ -11,6 +11,10 @@ reasons it reports), never a rescan of a 10,000-broker cluster:
 
 Rules (see docs/decision-rule.md):
 - Per broker, the snapshot with the latest ``snapshotAt`` wins; a replayed older one is ignored.
+- A snapshot dated beyond the allowed clock skew when it arrives (``received_at``) is never
+  taken: it would otherwise stay the broker's newest, lock out every true snapshot until the
+  clock reaches it, and then vouch for a state long gone. Its broker is unknown (``future``)
+  until a snapshot that is not too far ahead arrives.
 - A breach counts until a newer snapshot clears it or the broker is retired with a tombstone, live
   or not, fresh or not: a full broker that restarts, or whose publisher dies, must not release
   the throttle.
@@ -56,6 +60,8 @@ class ClusterState:
         self._live: frozenset[int] = frozenset()
         self._live_by_time: SortedList = SortedList()
         self._live_without_snapshot: set[int] = set()
+        # Broker -> the date of the newest snapshot refused for being too far ahead on arrival.
+        self._future_dated: dict[int, datetime] = {}
         # Building a reason costs ~15 us; a breaching broker keeps its reasons until it changes.
         self._limit_reason_cache: dict[
             int, tuple[BrokerAssessment, bool, tuple[DecisionReason, ...]]
@@ -65,17 +71,37 @@ class ClusterState:
 
     # -- updates ---------------------------------------------------------------------------------
 
-    def apply_snapshot(self, snapshot: VolumeSnapshot) -> bool:
-        """Take ``snapshot`` unless the broker already has a newer one; True when it was taken."""
-        previous = self._assessments.get(snapshot.broker_id)
-        if previous is not None and snapshot.snapshot_at.timestamp() < previous.snapshot_timestamp:
+    def apply_snapshot(self, snapshot: VolumeSnapshot, received_at: datetime | None = None) -> bool:
+        """Take ``snapshot`` unless the broker already has a newer one; True when it was taken.
+
+        With ``received_at`` (the reader's clock when the message arrived), a snapshot dated more
+        than ``max_clock_skew_seconds`` after it is refused, and its broker is unknown until a
+        snapshot that is not too far ahead arrives (see ``future_dated``).
+        """
+        broker_id = snapshot.broker_id
+        moment = snapshot.snapshot_at
+        if received_at is not None and (moment - received_at).total_seconds() > (
+            self.policy.max_clock_skew_seconds
+        ):
+            latest = self._future_dated.get(broker_id)
+            self._future_dated[broker_id] = moment if latest is None else max(latest, moment)
             return False
-        self._replace(snapshot.broker_id, previous, assess_broker(snapshot))
+        previous = self._assessments.get(broker_id)
+        if previous is not None and moment.timestamp() < previous.snapshot_timestamp:
+            return False
+        self._future_dated.pop(broker_id, None)
+        self._replace(broker_id, previous, assess_broker(snapshot))
         return True
 
     def retire(self, broker_id: int) -> None:
         """Forget a broker (a tombstone on the topic): its last breach no longer counts."""
+        self._future_dated.pop(broker_id, None)
         self._replace(broker_id, self._assessments.get(broker_id), None)
+
+    def future_dated(self) -> dict[int, datetime]:
+        """Brokers whose newest snapshot was refused for being dated too far ahead on arrival,
+        with that snapshot's date."""
+        return dict(self._future_dated)
 
     def set_live_brokers(self, broker_ids: Iterable[int]) -> None:
         """The brokers the cluster says are alive now (from the Admin client)."""
@@ -191,6 +217,9 @@ class ClusterState:
             minimum=(future_cut, _AFTER_EVERY_BROKER), inclusive=(False, True)
         ):
             unknown[broker_id] = ReasonKind.FUTURE
+        for broker_id in self._future_dated:
+            if broker_id in self._live:
+                unknown[broker_id] = ReasonKind.FUTURE
         return unknown
 
     def decide(
@@ -261,7 +290,12 @@ class ClusterState:
         )
         unknown_reasons = [
             unknown_reason(
-                broker_id, kind, unknown_state, self._assessments.get(broker_id), self.policy
+                broker_id,
+                kind,
+                unknown_state,
+                self._assessments.get(broker_id),
+                self.policy,
+                refused_future_at=self._future_dated.get(broker_id),
             )
             for broker_id, kind in sorted(unknown.items())[:limit]
         ]

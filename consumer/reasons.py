@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from consumer.broker_assessment import BrokerAssessment
 from consumer.limits import VolumeVerdict
 from consumer.policy import DecisionPolicy
@@ -56,8 +58,19 @@ def unknown_reason(
     state: QuotaState,
     assessment: BrokerAssessment | None,
     policy: DecisionPolicy,
+    *,
+    refused_future_at: datetime | None = None,
 ) -> DecisionReason:
-    if kind is ReasonKind.MISSING or assessment is None:
+    """Why ``broker_id`` is unknown; ``refused_future_at`` dates a snapshot refused on arrival
+    for being too far ahead (the reason then carries that date)."""
+    snapshot_at = None if assessment is None else assessment.snapshot.snapshot_at
+    if kind is ReasonKind.FUTURE and refused_future_at is not None:
+        snapshot_at = refused_future_at
+        detail = (
+            f"live broker {broker_id}: its newest snapshot was dated more than "
+            f"{policy.max_clock_skew_seconds:g} s ahead of this reader's clock when it arrived"
+        )
+    elif kind is ReasonKind.MISSING or assessment is None:
         detail = f"live broker {broker_id} has no valid snapshot"
     elif kind is ReasonKind.STALE:
         detail = (
@@ -78,7 +91,7 @@ def unknown_reason(
         state=state,
         throttle_factor=0.0 if state is QuotaState.PAUSE else 1.0,
         broker_live=True,
-        snapshot_at=None if assessment is None else assessment.snapshot.snapshot_at,
+        snapshot_at=snapshot_at,
         detail=f"{detail}; {action}",
     )
 

@@ -101,6 +101,55 @@ def test_snapshot_from_the_future_beyond_skew_is_not_trusted() -> None:
     assert state.decide(NOON + timedelta(seconds=15)).state is QuotaState.OPEN
 
 
+def test_a_snapshot_too_far_ahead_on_arrival_is_refused_and_its_broker_unknown() -> None:
+    state = cluster(fine(0), fine(1), filling(2, free=50), max_clock_skew_seconds=5)
+    # Broker 2's publisher runs five minutes ahead and says all is fine: refused on arrival.
+    ahead = fine(2, at_seconds=300)
+    assert state.apply_snapshot(ahead, received_at=NOON + timedelta(seconds=1)) is False  # type: ignore[arg-type]
+    assert state.future_dated() == {2: NOON + timedelta(seconds=300)}
+    decision = state.decide(NOON + timedelta(seconds=2))
+    assert decision.state is QuotaState.PAUSE
+    assert decision.unknown_brokers == [2]
+    future = [reason for reason in decision.reasons if reason.kind is ReasonKind.FUTURE]
+    assert future[0].snapshot_at == NOON + timedelta(seconds=300)
+
+
+def test_a_refused_future_snapshot_never_masks_the_breach_when_its_date_comes() -> None:
+    state = cluster(fine(0), fine(1), filling(2, free=50), max_clock_skew_seconds=5)
+    state.apply_snapshot(fine(2, at_seconds=300), received_at=NOON)  # type: ignore[arg-type]
+    # The clock is put right; the true snapshots still report the breach.
+    true_snapshot = filling(2, free=50, at_seconds=290)
+    state.apply_snapshot(true_snapshot, received_at=NOON + timedelta(seconds=290))  # type: ignore[arg-type]
+    state.apply_snapshot(fine(0, at_seconds=299), received_at=NOON + timedelta(seconds=299))  # type: ignore[arg-type]
+    state.apply_snapshot(fine(1, at_seconds=299), received_at=NOON + timedelta(seconds=299))  # type: ignore[arg-type]
+    decision = state.decide(NOON + timedelta(seconds=299))
+    assert decision.unknown_brokers == []
+    assert decision.state is QuotaState.PAUSE
+    assert decision.reasons[0].kind is ReasonKind.LIMIT
+
+
+def test_a_corrected_clock_is_trusted_at_its_next_snapshot() -> None:
+    state = cluster(fine(0), fine(1), fine(2), max_clock_skew_seconds=5)
+    state.apply_snapshot(fine(2, at_seconds=300), received_at=NOON)  # type: ignore[arg-type]
+    assert state.decide(NOON + timedelta(seconds=1)).unknown_brokers == [2]
+    assert state.apply_snapshot(fine(2, at_seconds=2), received_at=NOON + timedelta(seconds=2))  # type: ignore[arg-type]
+    assert state.future_dated() == {}
+    assert state.decide(NOON + timedelta(seconds=3)).state is QuotaState.OPEN
+
+
+def test_a_tombstone_clears_a_refused_future_snapshot() -> None:
+    state = cluster(fine(0), fine(1), fine(2), max_clock_skew_seconds=5)
+    state.apply_snapshot(fine(2, at_seconds=300), received_at=NOON)  # type: ignore[arg-type]
+    state.retire(2)
+    assert state.future_dated() == {}
+
+
+def test_a_snapshot_within_the_skew_on_arrival_is_taken() -> None:
+    state = cluster(fine(0), fine(1), filling(2, free=50), max_clock_skew_seconds=5)
+    assert state.apply_snapshot(fine(2, at_seconds=5), received_at=NOON)  # type: ignore[arg-type]
+    assert state.decide(NOON + timedelta(seconds=5)).state is QuotaState.OPEN
+
+
 def test_replayed_older_snapshot_never_overwrites_newer_state() -> None:
     state = cluster(filling(2, free=50, at_seconds=10), fine(0), fine(1))
     assert state.apply_snapshot(fine(2, at_seconds=0)) is False  # type: ignore[arg-type]
