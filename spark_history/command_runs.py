@@ -29,6 +29,8 @@ def run_ingest(arguments: argparse.Namespace) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource
     from spark_history.kafka_tls import TlsFiles, kafka_tls_options
 
+    if arguments.compact_min_files is not None and arguments.compact_min_files < 2:
+        raise HistoryUsageError("--compact-min-files must be at least 2")
     if arguments.source == "jsonl":
         if arguments.input is None:
             raise HistoryUsageError("--source jsonl needs --input URI")
@@ -65,7 +67,33 @@ def _ingest(arguments: argparse.Namespace, source: object, jars: bool) -> int:
             lambda: run_ingest(session, source, arguments.checkpoint, arguments.output)
         )
     print(f"ingested {counts.describe()}")
+    if arguments.compact_min_files is not None:
+        _compact(session, arguments.output, arguments.compact_min_files, None)
     return 0
+
+
+def run_compact(arguments: argparse.Namespace) -> int:
+    if arguments.min_files < 2:
+        raise HistoryUsageError("--min-files must be at least 2")
+    if arguments.max_rows_per_file < 1:
+        raise HistoryUsageError("--max-rows-per-file must be at least 1")
+    _check_local_input(arguments.dataset)
+    session = _session(arguments)
+    _check_input(session, arguments.dataset)
+    _compact(session, arguments.dataset, arguments.min_files, arguments.max_rows_per_file)
+    return 0
+
+
+def _compact(
+    session: SparkSession, dataset: str, min_files: int, max_rows_per_file: int | None
+) -> None:
+    from spark_history.compaction import DEFAULT_MAX_ROWS_PER_FILE, compact_dataset
+    from spark_history.session import step
+
+    rows = max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE
+    with step("compaction"), _progress(session):
+        result = _spark_call(lambda: compact_dataset(session, dataset, min_files, rows))
+    print(f"compacted {dataset}: {result.describe()}")
 
 
 def run_forecast(arguments: argparse.Namespace) -> int:
@@ -123,11 +151,17 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 
 
 def run_report(arguments: argparse.Namespace) -> int:
-    from spark_history.history_input import load_history, load_tombstones
-    from spark_history.report import write_report
+    from spark_history.history_input import load_history, load_receipts, load_tombstones
+    from spark_history.report import PanelParams, write_report
 
     if arguments.max_plotted < 1:
         raise HistoryUsageError("--max-plotted must be at least 1")
+    if arguments.growth_weeks < 1:
+        raise HistoryUsageError("--growth-weeks must be at least 1")
+    panels = PanelParams(
+        growth_weeks=arguments.growth_weeks,
+        max_clock_skew_seconds=arguments.max_clock_skew_seconds,
+    )
     at = _evaluation_time(arguments.at)
     tuning = _tuning_params(arguments)
     _check_local_input(arguments.input)
@@ -146,9 +180,11 @@ def run_report(arguments: argparse.Namespace) -> int:
                 tuning=tuning,
                 max_plotted=arguments.max_plotted,
                 tombstones=load_tombstones(session, arguments.input),
+                receipts=load_receipts(session, arguments.input),
+                panels=panels,
             )
         )
-    print(f"wrote {files.html} (and forecast.csv, thresholds.csv, balance.csv, summary.json)")
+    print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")
     return 0
 
 

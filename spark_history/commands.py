@@ -1,4 +1,5 @@
-"""``volume-quota history ...``: the history job's command group (ingest, forecast, report).
+"""``volume-quota history ...``: the history job's command group (ingest, compact, forecast,
+report).
 
 Registered into the main CLI with :func:`register`; ``spark_history/job.py`` registers the same
 subcommands for spark-submit. Nothing heavy is imported here: pyspark, pandas and matplotlib
@@ -14,12 +15,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from spark_history.command_runs import run_forecast, run_ingest, run_report
+from spark_history.command_runs import run_compact, run_forecast, run_ingest, run_report
 from volume_quota.arguments import positive_number
 
 DESCRIPTION = """\
 Mine the history of volume snapshots with Spark: ingest the snapshot topic (or JSONL files)
-into a Parquet dataset, forecast when each volume fills, and report on limits and balance.
+into a Parquet dataset (and compact its small files), forecast when each volume fills, and
+report on limits, growth, data quality and balance.
 """
 
 _SPARK_EPILOG = """\
@@ -44,8 +46,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def add_history_actions(
     actions: argparse._SubParsersAction[argparse.ArgumentParser], default_master: str | None
 ) -> None:
-    """The ingest, forecast and report subcommands (shared with ``job.py``)."""
+    """The ingest, compact, forecast and report subcommands (shared with ``job.py``)."""
     _add_ingest(actions, default_master)
+    _add_compact(actions, default_master)
     _add_forecast(actions, default_master)
     _add_report(actions, default_master)
 
@@ -138,9 +141,46 @@ def _add_ingest(
         metavar="URI",
         help="the Parquet dataset to append to",
     )
+    parser.add_argument(
+        "--compact-min-files",
+        type=int,
+        metavar="N",
+        help="after the run, compact every date partition holding at least N files (N >= 2; "
+        "default: no compaction); see 'history compact'",
+    )
     _kafka_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_ingest)
+
+
+def _add_compact(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], default_master: str | None
+) -> None:
+    parser = actions.add_parser(
+        "compact",
+        help="merge the small files hourly ingests leave in each date partition",
+        description="Rewrite every date partition of the dataset holding at least --min-files "
+        "files into few files, and the dataset's _spark_metadata log with them. The new files "
+        "are staged and recorded in a journal before any file a reader sees changes, and an "
+        "interrupted compaction is finished by the next one: no row is ever lost (a reader "
+        "may see some rows twice until then). Do not run it while an ingest writes to the "
+        "same dataset: use 'history ingest "
+        "--compact-min-files N' to compact right after each ingest instead.",
+        epilog="example:\n  volume-quota history compact --dataset hdfs:///history "
+        "--min-files 12\n\n" + _SPARK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dataset", required=True, metavar="URI", help="the dataset to compact")
+    parser.add_argument(
+        "--min-files", type=int, default=2, metavar="N", help="compact the partitions "
+        "holding at least N files (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-rows-per-file", type=int, default=5_000_000, metavar="ROWS",
+        help="split a partition's rows into files of at most ROWS rows (default: %(default)s)",
+    )  # fmt: skip
+    _spark_options(parser, default_master)
+    parser.set_defaults(run=run_compact)
 
 
 def _add_forecast(
@@ -180,7 +220,8 @@ def _add_report(
         "report",
         help="one HTML report: forecasts, days until full, limit trade-offs, balance",
         description="Write report.html (self-contained, images embedded) and forecast.csv, "
-        "thresholds.csv, balance.csv and summary.json into the output directory.",
+        "thresholds.csv, incidents.csv, weekly_growth.csv, data_quality.csv, balance.csv, "
+        "summary.json and hours_to_full.prom into the output directory.",
         epilog=_SPARK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -215,8 +256,27 @@ def _add_report(
         metavar="N",
         help="plot the N volumes closest to full (default: %(default)s)",
     )
+    _panel_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_report)
+
+
+def _panel_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--growth-weeks",
+        type=int,
+        default=4,
+        metavar="N",
+        help="weeks of growth per broker in the report (reads N+1 weeks; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-clock-skew-seconds",
+        type=positive_number,
+        default=60.0,
+        metavar="SECONDS",
+        help="flag a broker whose median snapshotAt is further than this from the Kafka "
+        "record timestamp of its messages (default: %(default)g)",
+    )
 
 
 def _kafka_options(parser: argparse.ArgumentParser) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+from pyspark.sql import types as T  # noqa: N812 - Spark's convention
 
 from spark_history import storage
+from spark_history.clock_skew import RECEIVED_AT
 from spark_history.errors import HistoryUsageError
 from spark_history.snapshot_rows import (
     VOLUME_ROW_COLUMNS,
@@ -40,6 +42,23 @@ def load_history(session: SparkSession, path: str) -> DataFrame:
 def load_tombstones(session: SparkSession, path: str) -> DataFrame:
     """(``brokerId``, ``snapshotAt``) of the tombstones the ingest recorded (none in JSONL)."""
     return tombstone_rows(_load_rows(session, path))
+
+
+def load_receipts(session: SparkSession, path: str) -> DataFrame | None:
+    """(``brokerId``, ``snapshotAt``, ``receivedAt``, ``date``) of the volume rows that kept
+    their message's Kafka record timestamp; None for JSONL input (it has none).
+
+    Read with the dataset's schema plus ``receivedAt``: files written before the column
+    existed read it as null, whichever file Spark would have inferred the schema from.
+    """
+    if not is_parquet_dataset(session, path):
+        return None
+    schema = session.read.parquet(path).schema
+    if RECEIVED_AT not in schema.fieldNames():
+        schema = schema.add(RECEIVED_AT, T.TimestampType())
+    rows = only_volumes(session.read.schema(schema).parquet(path))
+    columns = ["brokerId", "snapshotAt", RECEIVED_AT]
+    return rows.select(*columns, *(["date"] if "date" in rows.columns else []))
 
 
 def _load_rows(session: SparkSession, path: str) -> DataFrame:

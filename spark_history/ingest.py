@@ -99,15 +99,10 @@ def jsonl_messages(session: SparkSession, source: JsonlSource) -> DataFrame:
     # A file path is a glob that matches itself; a directory is searched recursively, with no
     # partition inference (its subdirectories are not "key=value" partitions).
     reader = session.readStream.format("text").option("recursiveFileLookup", "true")
-    lines = reader.load(_glob_escape(path))
+    lines = reader.load(storage.glob_escape(path))
     return lines.where(F.length(F.trim(F.col("value"))) > 0).select(
         F.lit(None).cast("binary").alias("key"), F.col("value")
     )
-
-
-def _glob_escape(path: str) -> str:
-    """Hadoop reads the source path as a glob: escape its special characters."""
-    return "".join(f"\\{char}" if char in "*?[]{}\\" else char for char in path)
 
 
 def run_ingest(

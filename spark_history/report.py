@@ -2,8 +2,9 @@
 
 Why one file with embedded PNGs: operators mail it, attach it to a ticket or open it from an
 artifact store, where relative links to images break. The CSV/JSON files beside it
-(forecast.csv, thresholds.csv, incidents.csv, data_quality.csv, balance.csv, summary.json)
-are the same numbers for machines, and hours_to_full.prom the forecast for Prometheus.
+(forecast.csv, thresholds.csv, incidents.csv, data_quality.csv, weekly_growth.csv,
+balance.csv, summary.json) are the same numbers for machines, and hours_to_full.prom the
+forecast for Prometheus.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from schemas.wire_types import format_instant
 from spark_history import storage
 from spark_history.advice import advice_text, limits_in_force
 from spark_history.balance import balance
+from spark_history.clock_skew import (
+    DEFAULT_MAX_SKEW_SECONDS,
+    skew_per_broker,
+    skew_sentence,
+    with_clock_skew,
+)
 from spark_history.data_quality import broker_quality, quality_sentence
 from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast import forecast_volumes
@@ -29,6 +36,7 @@ from spark_history.prometheus import textfile
 from spark_history.report_html import ReportData, render
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, TuningParams, threshold_tradeoffs
+from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
 
 REPORT_FILE = "report.html"
 PROMETHEUS_FILE = "hours_to_full.prom"
@@ -80,6 +88,16 @@ def usage_series(
     return series.sort_values(["brokerId", "volumeName", "hours"])
 
 
+@dataclass(frozen=True, slots=True)
+class PanelParams:
+    """Settings of the planner panels that are not the forecast's or the replay's."""
+
+    growth_weeks: int = DEFAULT_GROWTH_WEEKS
+    """Weeks of growth per broker (reads one week more of history)."""
+    max_clock_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS
+    """A broker whose median clock skew is beyond this (either way) is flagged."""
+
+
 def write_report(
     rows: DataFrame,
     at: datetime,
@@ -89,9 +107,13 @@ def write_report(
     tuning: TuningParams,
     max_plotted: int = 12,
     tombstones: DataFrame | None = None,
+    receipts: DataFrame | None = None,
+    panels: PanelParams | None = None,
 ) -> ReportFiles:
     """Run the analyses on ``rows`` and write the report files into ``output_dir`` (a Hadoop
-    URI or a path: see ``storage``)."""
+    URI or a path: see ``storage``). ``receipts``: the rows' Kafka record timestamps
+    (``history_input.load_receipts``), for the clock skew."""
+    panels = panels or PanelParams()
     with step("forecast"):
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
     with step("cluster replay of the limits"):
@@ -102,9 +124,12 @@ def write_report(
     with step("usage series of the plotted volumes"):
         plotted = forecast.head(max_plotted)
         series = usage_series(rows, at, forecast_params.lookback_hours, plotted)
-    quality = broker_quality(
-        replay.buckets, forecast, at, tuning.policy.stale_after_seconds / 3600.0
-    )
+    with step("weekly growth per broker"):
+        growth = weekly_growth(broker_hours(rows, at, panels.growth_weeks), at, panels.growth_weeks)
+    with step("data quality and clock skew"):
+        quality = _quality(
+            replay.buckets, forecast, at, tuning=tuning, receipts=receipts, panels=panels
+        )
     summary = _summary(
         at,
         advice=advice,
@@ -114,13 +139,14 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    summary["dataQuality"] = quality_sentence(quality, MIN_COMPACTION_LAG_HOURS)
+    summary.update(_panel_summary(quality, growth, panels))
     data = ReportData(
         at=at,
         forecast=forecast,
         tradeoffs=replay.table,
         incidents=incidents(replay.in_force, replay.buckets, tuning.bucket_seconds),
         quality=quality,
+        growth=growth,
         skew=skew,
         series=series,
         plotted=plotted,
@@ -130,6 +156,49 @@ def write_report(
     )
     with step("plots and files"):
         return _write_files(rows.sparkSession, output_dir, data)
+
+
+def _quality(
+    buckets: pd.DataFrame,
+    forecast: pd.DataFrame,
+    at: datetime,
+    *,
+    tuning: TuningParams,
+    receipts: DataFrame | None,
+    panels: PanelParams,
+) -> pd.DataFrame:
+    quality = broker_quality(buckets, forecast, at, tuning.policy.stale_after_seconds / 3600.0)
+    skews = skew_per_broker(receipts, at, tuning.lookback_hours)
+    return with_clock_skew(quality, skews, panels.max_clock_skew_seconds)
+
+
+def _panel_summary(
+    quality: pd.DataFrame, growth: pd.DataFrame, panels: PanelParams
+) -> dict[str, object]:
+    """summary.json's data-quality sentence and each broker's growth over the last week."""
+    latest = growth[growth["week"] == 0]
+    return {
+        "dataQuality": quality_sentence(quality, MIN_COMPACTION_LAG_HOURS)
+        + " "
+        + skew_sentence(quality, panels.max_clock_skew_seconds),
+        "clockSkewedBrokers": [
+            int(broker)
+            for broker in quality.loc[quality["clockSkewed"].fillna(False), "brokerId"].tolist()
+        ],
+        "weeklyGrowth": [
+            {
+                "brokerId": int(broker),
+                "growthBytesPerWeek": _or_none(growth_bytes),
+                "growthPercentPerWeek": _or_none(growth_percent),
+            }
+            for broker, growth_bytes, growth_percent in zip(
+                latest["brokerId"].tolist(),
+                latest["growthBytesPerWeek"].tolist(),
+                latest["growthPercentPerWeek"].tolist(),
+                strict=True,
+            )
+        ],
+    }
 
 
 def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> ReportFiles:
@@ -146,6 +215,7 @@ def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> Re
         files.balance_csv: data.skew.to_csv(index=False),
         storage.join(output_dir, "incidents.csv"): data.incidents.to_csv(index=False),
         storage.join(output_dir, "data_quality.csv"): data.quality.to_csv(index=False),
+        storage.join(output_dir, "weekly_growth.csv"): data.growth.to_csv(index=False),
         storage.join(output_dir, PROMETHEUS_FILE): textfile(data.forecast, data.at.timestamp()),
         files.summary_json: json.dumps(data.summary, indent=2, default=str) + "\n",
         files.html: render(data),

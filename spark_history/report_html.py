@@ -2,7 +2,8 @@
 
 Sections, in the order a capacity planner reads them: the volumes full now or filling soonest,
 their usage plots, the threshold advice (limits in force beside the recommendation), the
-cluster's incidents under the limits in force, data quality, and balance.
+cluster's incidents under the limits in force, weekly growth per broker, data quality (with
+clock skew), and balance.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from spark_history.report_plots import (
     days_to_full_png,
     tradeoff_png,
     usage_forecast_png,
+    weekly_growth_png,
 )
 from spark_history.thresholds import TuningParams
+from spark_history.weekly_growth import growth_pivot
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }
@@ -55,6 +58,7 @@ class ReportData:
     tradeoffs: pd.DataFrame
     incidents: pd.DataFrame
     quality: pd.DataFrame
+    growth: pd.DataFrame
     skew: pd.DataFrame
     series: pd.DataFrame
     plotted: pd.DataFrame
@@ -77,7 +81,7 @@ def table(frame: pd.DataFrame, columns: list[str], limit: int = 50) -> str:
     for column in shown.columns:
         if shown[column].dtype.kind == "f":
             shown[column] = shown[column].map(lambda v: "" if math.isnan(v) else f"{v:,.1f}")
-        elif shown[column].dtype.kind == "O":
+        elif shown[column].dtype.kind in "Ob":  # text, and booleans that may be unknown
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else v)
     return shown.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
 
@@ -124,7 +128,21 @@ broker whose volume set the cluster's factor for most of the run.</p>
 def _quality_section(data: ReportData) -> str:
     return f"""<h2 id="data-quality">Data quality</h2>
 <p>{html.escape(str(data.summary["dataQuality"]))}</p>
-{table(data.quality, list(data.quality.columns), limit=200)}"""
+{table(data.quality, list(data.quality.columns), limit=200)}
+<p>Clock skew: snapshotAt minus the Kafka record timestamp of its message, in seconds
+(median and largest in magnitude per broker); clockSkewed when the median is beyond the limit,
+empty when the history kept no record timestamp for the broker.</p>"""
+
+
+def _growth_section(data: ReportData) -> str:
+    weeks = f" over the last {int(data.growth['week'].max()) + 1}" if len(data.growth) else ""
+    pivot = growth_pivot(data.growth)
+    return f"""<h2 id="weekly-growth">Weekly growth per broker</h2>
+<p>GiB gained per week by each broker's volumes together,{weeks} weeks ending at the
+evaluation time: the change of the week's mean hourly peak usage from the week before. Empty
+where a week, or the one before it, has less than a day of snapshots.</p>
+{img(weekly_growth_png(data.growth), "weekly growth per broker")}
+{table(pivot, list(pivot.columns), limit=200)}"""
 
 
 def render(data: ReportData) -> str:
@@ -146,6 +164,7 @@ now; {summary["volumesForecastToFill"]} forecast to fill within
 {_usage_figures(data)}
 {_threshold_section(data)}
 {_incident_section(data)}
+{_growth_section(data)}
 {_quality_section(data)}
 <h2>Balance (JBOD skew)</h2>
 {img(balance_png(data.skew), "balance")}

@@ -207,6 +207,38 @@ def balance_png(balance: pd.DataFrame, limit: int = 60) -> bytes | None:
     return _png(figure)
 
 
+def weekly_growth_png(growth: pd.DataFrame, limit: int = 12) -> bytes | None:
+    """GiB gained per week by each broker, one line a broker, the fastest growers last week
+    first (at most ``limit`` brokers)."""
+    known = growth[growth["growthBytesPerWeek"].notna()]
+    if known.empty:
+        return None
+    latest = known.sort_values("week").groupby("brokerId")["growthBytesPerWeek"].first()
+    shown = latest.sort_values(ascending=False).index[:limit]
+    figure, axis = plt.subplots(figsize=(8.0, 4.0))
+    for broker in shown:
+        points = growth[growth["brokerId"] == broker].sort_values("week", ascending=False)
+        ends = pd.to_datetime(points["weekEnd"], utc=True)
+        axis.plot(
+            ends,
+            points["growthBytesPerWeek"] / 1024.0**3,
+            marker="o",
+            linewidth=1.4,
+            label=f"broker {broker}",
+        )
+    ends = sorted(pd.to_datetime(growth["weekEnd"].unique(), utc=True))
+    axis.set_xticks(ends, [end.strftime("%Y-%m-%d") for end in ends], fontsize=8)
+    axis.axhline(0.0, color="black", linewidth=0.8)
+    axis.set_xlabel("week ending (UTC)")
+    axis.set_ylabel("growth (GiB per week)")
+    axis.set_title("Weekly growth of consumed bytes per broker", fontsize=11)
+    axis.grid(alpha=0.3)
+    axis.legend(
+        fontsize=8, ncol=2, framealpha=0.9, title="fastest last week first", title_fontsize=8
+    )
+    return _png(figure)
+
+
 def _missing(value: object) -> bool:
     if value is None:
         return True

@@ -1,46 +1,43 @@
-"""Snapshot messages to volume-level rows, in Spark: parse, validate, explode, add thresholds.
+"""Snapshot messages to volume-level rows, in Spark: decode, explode, add thresholds.
 
-The rules are those of ``schemas.snapshot.VolumeSnapshot`` and ``schemas.decode`` (the single
-source of truth), restated as Spark column expressions so that validation runs on the
-executors at Spark speed; ``tests/spark/test_snapshot_rows.py`` checks message by message that
-the two agree on accept/reject. A rejected message is skipped whole, as the consumer does.
-Limits become thresholds in free bytes through ``consumer.limits.free_bytes_threshold`` itself
-(a pandas UDF memoised on the few distinct (type, level, capacity) combinations), so the
-history carries exactly the thresholds a consumer would have computed.
+One contract (``docs/decision-rule.md``): the executors read every message with the consumer's
+own ``schemas.decode.decode_snapshot`` (in ``mapInArrow``), so no rule is restated here and the
+rows come from the snapshot it returned; ``tests/spark/test_differential_spark.py`` holds the
+ingest to the verdicts of the JSON Schema file and the decoder. A rejected message is skipped
+whole, as the consumer does. Thresholds are ``consumer.limits.free_bytes_threshold``'s (a
+pandas UDF memoised on the few distinct (type, level, capacity) combinations).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache, partial
+from typing import Any, NamedTuple
 
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from pyspark.sql import types as T  # noqa: N812 - Spark's convention
 from pyspark.sql.pandas.functions import pandas_udf
 
 from consumer.limits import free_bytes_threshold
-from schemas.decode import MAX_MESSAGE_BYTES, RejectionReason
+from consumer.topic_messages import Retirement, interpret_message
+from schemas.decode import RejectionReason, decode_snapshot
 from schemas.snapshot import (
-    MAX_BROKER_ID,
-    MAX_BYTES,
-    MAX_NAME_LENGTH,
-    MAX_VOLUMES_PER_BROKER,
-    SNAPSHOT_SCHEMA_VERSION,
     ConsumedSpaceLimit,
     Limit,
     LimitType,
     MinFreeBytesLimit,
     MinFreePercentageLimit,
+    VolumeSnapshot,
 )
 
 TOMBSTONE = "tombstone"
 """Rejection label of a null value (a deleted broker's record on the compacted topic)."""
 
 REJECTION_LABELS: tuple[str, ...] = (TOMBSTONE, *(reason.value for reason in RejectionReason))
-
-_INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|z|[+-]\d{2}:\d{2})$"
-_KEY_PATTERN = r"^[0-9]{1,10}$"
 
 VOLUME_ROW_COLUMNS: tuple[str, ...] = (
     "brokerId",
@@ -60,121 +57,196 @@ VOLUME_ROW_COLUMNS: tuple[str, ...] = (
 )
 """The columns of the history dataset, partitioned by ``date`` (UTC day of ``snapshotAt``)."""
 
+_LIMIT = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("level", T.DoubleType()),
+    ]
+)
+_VOLUME = T.StructType(
+    [
+        T.StructField("volumeName", T.StringType()),
+        T.StructField("path", T.StringType()),
+        T.StructField("capacity", T.LongType()),
+        T.StructField("consumed", T.LongType()),
+        T.StructField("softLimit", _LIMIT),
+        T.StructField("hardLimit", _LIMIT),
+    ]
+)
+
 
 def snapshot_schema() -> T.StructType:
-    """The Spark schema ``from_json`` reads a snapshot value with (unknown fields ignored)."""
-    limit = T.StructType(
-        [
-            T.StructField("type", T.StringType()),
-            T.StructField("level", T.DoubleType()),
-        ]
-    )
-    volume = T.StructType(
-        [
-            T.StructField("volumeName", T.StringType()),
-            T.StructField("path", T.StringType()),
-            T.StructField("capacity", T.LongType()),
-            T.StructField("consumed", T.LongType()),
-            T.StructField("softLimit", limit),
-            T.StructField("hardLimit", limit),
-        ]
-    )
+    """The ``snapshot`` column: what ``decode_snapshot`` read (a limit's level as a double)."""
     return T.StructType(
         [
-            T.StructField("schemaVersion", T.LongType()),
-            T.StructField("brokerId", T.LongType()),
-            T.StructField("snapshotAt", T.StringType()),
-            T.StructField("softLimit", limit),
-            T.StructField("hardLimit", limit),
-            T.StructField("volumes", T.ArrayType(volume)),
+            T.StructField("brokerId", T.IntegerType()),
+            T.StructField("snapshotAt", T.TimestampType()),
+            T.StructField("softLimit", _LIMIT),
+            T.StructField("hardLimit", _LIMIT),
+            T.StructField("volumes", T.ArrayType(_VOLUME)),
         ]
     )
 
 
-def _limit_valid(limit: Column) -> Column:
-    """A limit struct that ``schemas.snapshot.Limit`` would accept."""
-    level = limit["level"]
-    byte_types = [LimitType.CONSUMED_SPACE.value, LimitType.MIN_FREE_BYTES.value]
-    bytes_ok = (level == F.floor(level)) & (level <= F.lit(float(MAX_BYTES)))
-    return (
-        limit.isNotNull()
-        & level.isNotNull()
-        & (level >= 0)
-        & F.when(limit["type"].isin(byte_types), bytes_ok)
-        .when(limit["type"] == LimitType.MIN_FREE_PERCENTAGE.value, level <= 100)
-        .otherwise(F.lit(False))
-    )
+class MessageVerdict(NamedTuple):
+    """How the contract reads one message: ``rejection`` (``None`` when accepted, else
+    ``TOMBSTONE`` or a ``RejectionReason`` value), the snapshot of an accepted message, the
+    broker a tombstone retires."""
+
+    rejection: str | None
+    snapshot: VolumeSnapshot | None
+    retired_broker_id: int | None
 
 
-def _volume_valid(volume: Column) -> Column:
-    name_length = F.length(volume["volumeName"])
-    return (
-        volume["volumeName"].isNotNull()
-        & (name_length >= 1)
-        & (name_length <= MAX_NAME_LENGTH)
-        & (volume["path"].isNull() | (F.length(volume["path"]) <= MAX_NAME_LENGTH))
-        & volume["capacity"].isNotNull()
-        & volume["consumed"].isNotNull()
-        & (volume["capacity"] >= 0)
-        & (volume["consumed"] >= 0)
-        & (volume["consumed"] <= volume["capacity"])
-        & (volume["softLimit"].isNull() | _limit_valid(volume["softLimit"]))
-        & (volume["hardLimit"].isNull() | _limit_valid(volume["hardLimit"]))
-    )
+def message_verdict(key: bytes | None, value: bytes | None, check_key: bool) -> MessageVerdict:
+    """The consumer's reading of a message; ``check_key``: the key must name the broker (Kafka).
+
+    Without ``check_key`` (JSONL values) the value alone is decoded; a null value is always a
+    tombstone, which retires the broker its key names if the consumer would.
+    """
+    event = interpret_message(key, value) if value is None or check_key else decode_snapshot(value)
+    if isinstance(event, VolumeSnapshot):
+        return MessageVerdict(None, event, None)
+    if isinstance(event, Retirement):
+        return MessageVerdict(TOMBSTONE, None, event.broker_id)
+    return MessageVerdict(TOMBSTONE if value is None else event.reason.value, None, None)
 
 
 def classify_messages(messages: DataFrame, check_key: bool) -> DataFrame:
-    """Add ``snapshot`` (the parsed struct) and ``rejection`` (null when the message is valid).
+    """Add ``rejection`` (null when the message is valid), ``snapshot`` (the decoded snapshot,
+    null unless valid) and ``retiredBrokerId`` (the broker a tombstone retires, else null).
 
     ``messages`` has a binary or string ``value`` (null for a tombstone) and, when
-    ``check_key`` is true, a ``key`` that must be the decimal brokerId.
+    ``check_key`` is true, a binary ``key`` that must be the decimal brokerId; every column
+    passes through unchanged.
     """
-    value = F.col("value").cast("string")
-    parsed = F.from_json(value, snapshot_schema(), {"mode": "PERMISSIVE"})
-    frame = messages.withColumn("snapshot", parsed)
-    snapshot = F.col("snapshot")
-    instant_text = snapshot["snapshotAt"]
-    volumes = snapshot["volumes"]
-    fields_ok = (
-        snapshot["brokerId"].isNotNull()
-        & snapshot["brokerId"].between(0, MAX_BROKER_ID)
-        & instant_text.isNotNull()
-        & instant_text.rlike(_INSTANT_PATTERN)
-        & F.try_to_timestamp(instant_text).isNotNull()
-        & _limit_valid(snapshot["softLimit"])
-        & _limit_valid(snapshot["hardLimit"])
-        & volumes.isNotNull()
-        & (F.size(volumes) <= MAX_VOLUMES_PER_BROKER)
-        & F.forall(volumes, _volume_valid)
-        & (F.size(F.array_distinct(volumes["volumeName"])) == F.size(volumes))
+    schema = T.StructType(
+        [
+            *messages.schema.fields,
+            T.StructField("rejection", T.StringType()),
+            T.StructField("snapshot", snapshot_schema()),
+            T.StructField("retiredBrokerId", T.IntegerType()),
+        ]
     )
-    key_text = F.col("key").cast("string") if check_key else F.lit(None).cast("string")
-    reason = (
-        F.when(F.col("value").isNull(), F.lit(TOMBSTONE))
-        .when(F.length(F.col("value")) > MAX_MESSAGE_BYTES, RejectionReason.TOO_LARGE.value)
-        # PERMISSIVE parsing turns bad JSON into a struct of nulls; a JSON object has keys.
-        .when(
-            snapshot.isNull() | F.json_object_keys(value).isNull(),
-            RejectionReason.MALFORMED_JSON.value,
+    return messages.mapInArrow(partial(_classify_batches, check_key=check_key), schema)
+
+
+def _classify_batches(batches: Iterator[Any], check_key: bool) -> Iterator[Any]:
+    """``mapInArrow``: each Arrow record batch with the three columns of the verdicts added."""
+    for batch in batches:
+        names = list(batch.schema.names)
+        values = _bytes_list(batch.column(names.index("value")))
+        keys = (
+            _bytes_list(batch.column(names.index("key")))
+            if "key" in names
+            else [None] * batch.num_rows
         )
-        # As in schemas.decode: a version >= 1 we do not know is "unsupported"; a missing or
-        # impossible one (0, negative) is an invalid field.
-        .when(
-            snapshot["schemaVersion"] > SNAPSHOT_SCHEMA_VERSION,
-            RejectionReason.UNSUPPORTED_VERSION.value,
+        columns = _VerdictColumns()
+        for key, value in zip(keys, values, strict=True):
+            columns.add(message_verdict(key, value, check_key))
+        yield pa.RecordBatch.from_arrays(
+            [*batch.columns, *columns.arrays()],
+            names=[*names, "rejection", "snapshot", "retiredBrokerId"],
         )
-        .when(
-            snapshot["schemaVersion"].isNull()
-            | (snapshot["schemaVersion"] != SNAPSHOT_SCHEMA_VERSION)
-            | ~fields_ok,
-            RejectionReason.INVALID_FIELD.value,
-        )
+
+
+def _bytes_list(column: Any) -> list[bytes | None]:
+    """A binary or string column's values as bytes (a string's bytes as Spark holds them)."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    values: list[bytes | None] = column.to_pylist()
+    return values
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _limit_array(limits: list[Limit | None]) -> Any:
+    """A column of limit structs (``_LIMIT``)."""
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(
+                [None if limit is None else limit.type.value for limit in limits], pa.string()
+            ),
+            pa.array(
+                [None if limit is None else float(limit.level) for limit in limits], pa.float64()
+            ),
+        ],
+        names=_LIMIT.fieldNames(),
+        mask=pa.array([limit is None for limit in limits], pa.bool_()),
     )
-    if check_key:
-        reason = reason.when(
-            key_text.isNull() | ~key_text.rlike(_KEY_PATTERN), RejectionReason.INVALID_KEY.value
-        ).when(key_text.cast("long") != snapshot["brokerId"], RejectionReason.KEY_MISMATCH.value)
-    return frame.withColumn("rejection", reason)
+
+
+class _VerdictColumns:
+    """The ``rejection``, ``snapshot`` and ``retiredBrokerId`` columns of one batch, as plain
+    values appended message by message: a decoded volume dies with its message (holding a batch
+    of them made the garbage collector a third of the cost; limits are shared models)."""
+
+    def __init__(self) -> None:
+        self.rejections: list[str | None] = []
+        self.retired: list[int | None] = []
+        self.rejected: list[bool] = []
+        self.brokers: list[int | None] = []
+        self.instants: list[int | None] = []
+        self.soft: list[Limit | None] = []
+        self.hard: list[Limit | None] = []
+        self.offsets = [0]
+        self.names: list[str] = []
+        self.paths: list[str | None] = []
+        self.capacities: list[int] = []
+        self.consumed: list[int] = []
+        self.volume_soft: list[Limit | None] = []
+        self.volume_hard: list[Limit | None] = []
+
+    def add(self, verdict: MessageVerdict) -> None:
+        self.rejections.append(verdict.rejection)
+        self.retired.append(verdict.retired_broker_id)
+        snapshot = verdict.snapshot
+        self.rejected.append(snapshot is None)
+        self.brokers.append(None if snapshot is None else snapshot.broker_id)
+        self.instants.append(
+            None if snapshot is None else (snapshot.snapshot_at - _EPOCH) // _MICROSECOND
+        )
+        self.soft.append(None if snapshot is None else snapshot.soft_limit)
+        self.hard.append(None if snapshot is None else snapshot.hard_limit)
+        for volume in () if snapshot is None else snapshot.volumes:
+            self.names.append(volume.volume_name)
+            self.paths.append(volume.path)
+            self.capacities.append(volume.capacity)
+            self.consumed.append(volume.consumed)
+            self.volume_soft.append(volume.soft_limit)
+            self.volume_hard.append(volume.hard_limit)
+        self.offsets.append(len(self.names))
+
+    def arrays(self) -> list[Any]:
+        volumes = pa.StructArray.from_arrays(
+            [
+                pa.array(self.names, pa.string()),
+                pa.array(self.paths, pa.string()),
+                pa.array(self.capacities, pa.int64()),
+                pa.array(self.consumed, pa.int64()),
+                _limit_array(self.volume_soft),
+                _limit_array(self.volume_hard),
+            ],
+            names=_VOLUME.fieldNames(),
+        )
+        snapshots = pa.StructArray.from_arrays(
+            [
+                pa.array(self.brokers, pa.int32()),
+                pa.array(self.instants, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                _limit_array(self.soft),
+                _limit_array(self.hard),
+                pa.ListArray.from_arrays(pa.array(self.offsets, pa.int32()), volumes),
+            ],
+            names=snapshot_schema().fieldNames(),
+            mask=pa.array(self.rejected, pa.bool_()),
+        )
+        return [
+            pa.array(self.rejections, pa.string()),
+            snapshots,
+            pa.array(self.retired, pa.int32()),
+        ]
 
 
 def rejection_metrics() -> list[Column]:
@@ -188,19 +260,11 @@ def rejection_metrics() -> list[Column]:
 
 
 def _explode_volumes(classified: DataFrame) -> DataFrame:
-    """One row per volume of a valid message, one null-volume row per keyed tombstone."""
-    # Not ``where(rejection IS NULL)``: the optimizer would push that filter below the
-    # projection and inline ``from_json`` into it once per field reference (dozens of parses
-    # per message). Exploding a null array drops the row just the same, parsed once.
-    volume_type = snapshot_schema()["volumes"].dataType.elementType  # type: ignore[attr-defined]
-    key_text = F.col("key").cast("string")
-    retired = (
-        (F.col("rejection") == TOMBSTONE)
-        & key_text.rlike(_KEY_PATTERN)
-        & (key_text.cast("long") <= MAX_BROKER_ID)
-    )
+    """One row per volume of a valid message, one null-volume row per retiring tombstone."""
+    retired = F.col("retiredBrokerId")
+    # Any other message explodes a null array: no row.
     volumes = F.when(F.col("rejection").isNull(), F.col("snapshot.volumes")).when(
-        retired, F.array(F.lit(None).cast(volume_type))
+        retired.isNotNull(), F.array(F.lit(None).cast(_VOLUME))
     )
     received = (
         F.col("timestamp").cast("timestamp")
@@ -208,10 +272,11 @@ def _explode_volumes(classified: DataFrame) -> DataFrame:
         else F.lit(None).cast("timestamp")
     )
     return classified.select(
-        F.coalesce(F.col("snapshot.brokerId"), key_text.cast("long")).cast("int").alias("brokerId"),
-        F.coalesce(F.to_timestamp(F.col("snapshot.snapshotAt")), received).alias("snapshotAt"),
+        F.coalesce(F.col("snapshot.brokerId"), retired).alias("brokerId"),
+        F.coalesce(F.col("snapshot.snapshotAt"), received).alias("snapshotAt"),
         F.col("snapshot.softLimit").alias("brokerSoft"),
         F.col("snapshot.hardLimit").alias("brokerHard"),
+        received.alias("receivedAt"),
         F.explode(volumes).alias("volume"),
     )
 
@@ -241,6 +306,8 @@ def volume_rows(classified: DataFrame) -> DataFrame:
         soft["level"].alias("softLimitLevel"),
         hard["type"].alias("hardLimitType"),
         hard["level"].alias("hardLimitLevel"),
+        # The Kafka record timestamp of the message (clock skew); JSONL input has none.
+        *(["receivedAt"] if "timestamp" in classified.columns else []),
     )
     thresholds = threshold_bytes(
         F.col("softLimitType"),

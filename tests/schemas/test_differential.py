@@ -4,8 +4,10 @@ Every value of the corpus (hand-written boundary and hostile values, and generat
 the same verdict from (a) ``jsonschema`` with the schema file (``schema_oracle``), (b) the
 pydantic model (``decode_snapshot_reference``) and (c) the hot path (``decode_snapshot``); (b) and
 (c) must also agree on the rejection reason, the claimed broker and, for an accepted value, the
-very model they build. (d) The Spark ingest is not here: ``spark_history.snapshot_rows`` has no
-validation function callable without Spark (see docs/decision-rule.md).
+very model they build. (d) The Spark ingest reads every message with (c) itself
+(``spark_history.snapshot_rows``); ``tests/spark/test_differential_spark.py`` runs this corpus
+(the hand-written table and values drawn from these strategies) through (a), (c) and the ingest
+in one Spark job and requires the same verdict from all three (see docs/decision-rule.md).
 """
 
 from __future__ import annotations

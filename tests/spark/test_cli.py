@@ -135,6 +135,28 @@ def test_report_is_one_html_file_with_embedded_images(
             "has no offset",
         ),
         (["ingest", "--source", "jsonl", "--checkpoint", "c", "--output", "o"], "needs --input"),
+        (
+            [
+                "ingest",
+                "--source",
+                "jsonl",
+                "--input",
+                "{input}",
+                "--checkpoint",
+                "c",
+                "--output",
+                "o",
+                "--compact-min-files",
+                "1",
+            ],
+            "--compact-min-files must be at least 2",
+        ),
+        (["compact", "--dataset", "/nonexistent/x"], "does not exist"),
+        (["compact", "--dataset", "{input}", "--min-files", "0"], "--min-files must be at least 2"),
+        (
+            ["report", "--input", "{input}", "--output-dir", "d", "--growth-weeks", "0"],
+            "--growth-weeks must be at least 1",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -113,6 +114,11 @@ def test_kafka_ingest_over_mtls_is_incremental_and_counts_skips(
     assert _count(summary, "invalid_key") == 1
     dataset = str(tmp_path / "dataset")
     assert only_volumes(spark.read.parquet(dataset)).count() == 9 * 2
+    # Each volume row keeps its message's Kafka timestamp (the clock-skew panel's input): the
+    # publisher produced them just now, while the snapshots are dated in 2026-11.
+    received = [row["receivedAt"] for row in only_volumes(spark.read.parquet(dataset)).collect()]
+    assert all(at is not None for at in received), received
+    assert max(abs(time.time() - at.timestamp()) for at in received) < 600
     # The tombstone is recorded (broker 9 retired), stamped with the message's time.
     assert [row["brokerId"] for row in tombstone_rows(spark.read.parquet(dataset)).collect()] == [9]
 

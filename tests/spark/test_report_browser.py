@@ -69,17 +69,19 @@ def _chromium(profile: Path, *arguments: str) -> subprocess.CompletedProcess[str
 def test_the_report_renders_in_chromium_with_every_image(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    config = synthetic.HistoryConfig(history_hours=4 * 24, interval_seconds=900)
+    # 15 days: two whole weeks, so the weekly growth figure has a point per broker.
+    config = synthetic.HistoryConfig(history_hours=15 * 24, interval_seconds=900)
     source = tmp_path / "snapshots.jsonl"
     traces = synthetic.make_traces(3, 8, config)
     write_jsonl(synthetic.history_frame(traces, 3, config), source)
     out = tmp_path / "report"
     argv = ["report", "--input", str(source), "--at", config.at.isoformat()]
     argv += ["--output-dir", out.as_uri(), "--max-plotted", "3", "--master", "local[2]"]
-    assert main(argv) == 0
+    assert main([*argv, "--growth-weeks", "1"]) == 0
     report = (out / "report.html").read_text()
     expected = len(re.findall(r"<img ", report))
-    assert expected >= 5  # days to full, three usage plots, trade-off or balance
+    assert expected >= 6  # days to full, three usage plots, weekly growth, trade-off or balance
+    assert "<img alt='weekly growth per broker'" in report
 
     probed = tmp_path / "probed.html"
     probed.write_text(report.replace("</body>", _PROBE + "</body>"))
@@ -89,6 +91,7 @@ def test_the_report_renders_in_chromium_with_every_image(
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert f"images {expected} loaded {expected}" in dom.stdout, dom.stdout[-500:]
     assert "Threshold advice" in dom.stdout
+    assert "Weekly growth per broker" in dom.stdout
 
     screenshot = _artifacts() / "report.png"
     screenshot.unlink(missing_ok=True)

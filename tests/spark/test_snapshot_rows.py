@@ -1,4 +1,7 @@
-"""Spark's validation agrees with schemas.decode, and rows carry the consumer's thresholds."""
+"""Spark reads Kafka messages as the consumer does, and rows carry the consumer's thresholds.
+
+The corpus of values is ``test_differential_spark.py``'s; these cases are about keys and tombstones.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from consumer.limits import free_bytes_threshold
-from schemas.decode import Rejection, decode_snapshot
+from consumer.topic_messages import interpret_message
+from schemas.decode import Rejection
 from schemas.snapshot import MinFreeBytesLimit, MinFreePercentageLimit
 from spark_history.snapshot_rows import (
     TOMBSTONE,
@@ -106,17 +110,20 @@ CASES: list[tuple[str, bytes | None, bytes | None]] = [
     ),
     ("key mismatch", GOOD, b"4"),
     ("key not a number", GOOD, b"three"),
+    ("no key", GOOD, None),
+    # Java's regex "$" also matches before a final newline: an expression-built check took this.
+    ("key with a newline", GOOD, b"3\n"),
 ]
 
 
 def _expected(value: bytes | None, key: bytes | None) -> str | None:
     if value is None:
         return TOMBSTONE
-    decoded = decode_snapshot(value, key)
-    return decoded.reason.value if isinstance(decoded, Rejection) else None
+    event = interpret_message(key, value)
+    return event.reason.value if isinstance(event, Rejection) else None
 
 
-def test_spark_validation_matches_decode_snapshot(spark: SparkSession) -> None:
+def test_spark_reads_each_kafka_message_as_the_consumer_does(spark: SparkSession) -> None:
     frame = spark.createDataFrame(
         [(name, key, value) for name, value, key in CASES],
         "name string, key binary, value binary",
@@ -160,6 +167,7 @@ def test_a_tombstone_becomes_one_tombstone_row_with_its_timestamp(spark: SparkSe
             (b"3", GOOD, datetime(2026, 11, 22, 10, 0)),
             (b"7", None, datetime(2026, 11, 22, 11, 30)),
             (b"x", None, datetime(2026, 11, 22, 11, 31)),  # no broker id in the key: dropped
+            (b"8\n", None, datetime(2026, 11, 22, 11, 32)),  # the consumer retires no broker
         ],
         "key binary, value binary, timestamp timestamp",
     )
