@@ -32,9 +32,20 @@ from schemas.snapshot import VolumeSnapshot
 log = structlog.get_logger("volume_quota.consumer")
 
 
+LOOKUP_TIMEOUT_SECONDS = 2.0
+"""The longest a metadata lookup (assigning the topic, the live brokers) may block the loop.
+
+The loop is one thread: while Kafka refuses this client (an expired certificate) or a broker
+hangs, every lookup runs to its timeout, one after another, and the decision is rewritten only
+between them. With 10 s and 5 s lookups a turn took 16-25 s, longer than a 10 s validity, so
+the decider's own decision expired (tests/faults/test_certificate_faults.py). A failed lookup
+is retried a ``retry_seconds`` later."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoopTiming:
     poll_timeout_seconds: float = 0.1
+    lookup_timeout_seconds: float = LOOKUP_TIMEOUT_SECONDS
     live_broker_refresh_seconds: float = 5.0
     decision_refresh_seconds: float = 10.0
     """Rewrite an unchanged decision this often, so its validUntil keeps moving forward."""
@@ -150,7 +161,11 @@ class DecisionService:
         decision = self.state.decide(now, not_ready=self.not_ready_reason(), override=override)
         self.current.replace(decision)
         self._metrics.observe_decision(decision)
-        self._hand_on(decision, moment)
+        # Judge whether a rewrite is due by the clock after the lookups above, which may each
+        # block for their timeout (a hung broker answers no metadata request until the client's
+        # socket times out): judged by the step's start, a loop blocked 5 s a step rewrote an
+        # unchanged decision every other step and let it expire (tests/faults, a hung broker).
+        self._hand_on(decision, self._clock.monotonic())
         self.last_step_at = moment
         return decision
 
@@ -185,10 +200,11 @@ class DecisionService:
         if self._source.assigned or moment < self._next_assign_attempt:
             return
         try:
-            self._source.assign_from_beginning()
+            self._source.assign_from_beginning(self._timing.lookup_timeout_seconds)
         except Exception as error:  # the cluster may be down: retry, never crash
             self._metrics.read_errors.inc()
-            self._next_assign_attempt = moment + self._timing.retry_seconds
+            # Counted from the failure's end: a lookup that timed out must not be retried at once.
+            self._next_assign_attempt = self._clock.monotonic() + self._timing.retry_seconds
             log.warning("snapshot topic not readable yet", error=str(error))
 
     def _read_available(self) -> None:
@@ -213,8 +229,21 @@ class DecisionService:
             return
         event = interpret_message(record.key, record.value)
         if isinstance(event, VolumeSnapshot):
-            taken = self.state.apply_snapshot(event)
-            self._metrics.messages.labels(outcome="applied" if taken else "superseded").inc()
+            received_at = self._clock.wall()
+            if self.state.apply_snapshot(event, received_at):
+                outcome = "applied"
+            elif event.snapshot_at == self.state.future_dated().get(event.broker_id):
+                outcome = "future_dated"
+                log.warning(
+                    "snapshot dated too far ahead refused; its broker is unknown until a snapshot "
+                    "that is not arrives",
+                    broker=event.broker_id,
+                    snapshot_at=event.snapshot_at.isoformat(),
+                    received_at=received_at.isoformat(),
+                )
+            else:
+                outcome = "superseded"
+            self._metrics.messages.labels(outcome=outcome).inc()
         elif isinstance(event, Retirement):
             self.state.retire(event.broker_id)
             self._metrics.messages.labels(outcome="retired").inc()
@@ -261,7 +290,8 @@ class DecisionService:
             live = self._live_brokers()
         except Exception as error:  # keep the last known set; staleness still protects us
             self._metrics.live_broker_errors.inc()
-            self._next_live_refresh = moment + self._timing.retry_seconds
+            # Counted from the failure's end: a lookup that timed out must not be retried at once.
+            self._next_live_refresh = self._clock.monotonic() + self._timing.retry_seconds
             log.warning("could not learn the live brokers", error=str(error))
             return
         if live != self.state.live_brokers:

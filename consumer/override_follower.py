@@ -5,6 +5,13 @@ reason to be not ready. Until it can be read, the follower retries every few sec
 override set for the first time is seen within seconds. Every change (set, cleared, expired) is
 logged once and shown in ``volume_quota_override_active`` and
 ``volume_quota_override_expiry_timestamp_seconds``.
+
+The lookup runs on the decision loop's thread, so it is kept short (``lookup_timeout_seconds``)
+and a lookup that failed waits a whole retry interval after its timeout. A hung broker keeps its
+client connections open, and the client may send it every metadata request until its socket
+times out (60 s): with the reader's 10 s lookup every 2 s, that stalled every decider of a real
+cluster for as long as one broker hung, and every broker's decision expired
+(tests/faults/test_process_faults.py, the hung broker).
 """
 
 from __future__ import annotations
@@ -24,10 +31,15 @@ log = structlog.get_logger(logger_name="volume_quota.consumer")
 
 class OverrideFollower:
     def __init__(
-        self, source: SnapshotSource, registry: CollectorRegistry, retry_seconds: float = 2.0
+        self,
+        source: SnapshotSource,
+        registry: CollectorRegistry,
+        retry_seconds: float = 2.0,
+        lookup_timeout_seconds: float = 1.0,
     ) -> None:
         self._source = source
         self._retry_seconds = retry_seconds
+        self._lookup_timeout_seconds = lookup_timeout_seconds
         self._next_attempt = 0.0
         self._override: QuotaOverride | None = None
         self._announced_in_force = False
@@ -81,7 +93,7 @@ class OverrideFollower:
             if moment < self._next_attempt:
                 return
             try:
-                self._source.assign_from_beginning()
+                self._source.assign_from_beginning(timeout_seconds=self._lookup_timeout_seconds)
             except TopicUnavailableError as error:  # usually: no override was ever set
                 if not self._absent:
                     log.info("no override topic to follow (yet)", detail=str(error))
@@ -89,7 +101,8 @@ class OverrideFollower:
                 self._next_attempt = moment + self._retry_seconds
                 return
             except Exception as error:  # the cluster may be down: retried, and not settled
-                self._next_attempt = moment + self._retry_seconds
+                # The lookup may have used its whole timeout: count the retry from its end.
+                self._next_attempt = moment + self._lookup_timeout_seconds + self._retry_seconds
                 log.warning("override topic not readable yet", error=str(error))
                 return
             self._absent = False

@@ -45,6 +45,17 @@ class SnapshotSource(Protocol):
     def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
 
 
+SOCKET_TIMEOUT_MS = 10_000
+"""How long the reader waits for a broker's answer (librdkafka's default is 60 s).
+
+A broker that hangs (a stopped JVM) keeps its connections open: a reader fetching from it as the
+snapshot partition's leader reads nothing until the request times out, even after the controller
+moved the leadership, and every snapshot goes stale (the fail-safe PAUSE on every broker).
+Measured on a real cluster with that leader SIGSTOPped: readers with the default read nothing
+for over 60 s, readers with 10 s followed the new leader within 15 s
+(tests/faults/test_process_faults.py, the hung broker)."""
+
+
 class TopicUnavailableError(Exception):
     """The snapshot topic does not exist or its metadata cannot be read."""
 
@@ -73,6 +84,7 @@ class SnapshotTopicReader:
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
                 "enable.partition.eof": False,
+                "socket.timeout.ms": config.get("socket.timeout.ms", SOCKET_TIMEOUT_MS),
             }
         )
         self._topic = topic

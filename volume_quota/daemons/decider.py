@@ -23,7 +23,12 @@ from consumer.clock import Clock, SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics, SnapshotAgeCollector
 from consumer.decision_file import write_decision_atomically
-from consumer.decision_service import DecisionService, LoopTiming, SignaturePolicy
+from consumer.decision_service import (
+    LOOKUP_TIMEOUT_SECONDS,
+    DecisionService,
+    LoopTiming,
+    SignaturePolicy,
+)
 from consumer.live_brokers import describe_live_brokers
 from consumer.override_follower import OverrideFollower
 from consumer.policy import DecisionPolicy
@@ -81,7 +86,7 @@ class KafkaClients:
         self._topic = settings.topic
 
     def live_brokers(self) -> frozenset[int]:
-        return describe_live_brokers(self._admin, self._topic)
+        return describe_live_brokers(self._admin, self._topic, LOOKUP_TIMEOUT_SECONDS)
 
     def close(self) -> None:
         for reader in (self.reader, self.override_reader):
