@@ -22,5 +22,10 @@ echo "== container image"
 bash deploy/container/build.sh
 
 bash tests/spark/install_chromium.sh
+# tests/faults cuts one process off the network with iptables' cgroup match.
+if ! command -v iptables >/dev/null; then
+    echo "== iptables for the fault tests (apt-get)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null
+fi
 echo "== tests"
 python3 -m pytest "$@"
