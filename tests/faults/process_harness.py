@@ -10,7 +10,8 @@ what faults need:
 - ``PacketFilter``: DROP rules in a chain of this test run's own, removed at the end;
 - ``DecisionWatch``: samples every decision file ten times a second, so a test can measure how
   long a fail-safe lasted and prove that no reader ever saw a torn file;
-- ``Figures``: the measured figures, printed and written to ``VOLUME_QUOTA_FAULT_FIGURES``.
+- ``Figures`` (from ``data_harness``): the measured figures, printed and written to
+  ``VOLUME_QUOTA_FAULT_FIGURES``.
 
 Needs root (tmpfs, cgroups, iptables).
 """
@@ -18,7 +19,6 @@ Needs root (tmpfs, cgroups, iptables).
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -52,6 +52,7 @@ from tests.e2e.cluster_harness import (
     sidecar_environment,
     wait_for,
 )
+from tests.faults.data_harness import Figures
 from tests.real_broker.kafka_helpers import quiet
 from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
 
@@ -391,28 +392,6 @@ class KnownBugError(AssertionError):
     A test that ends with it is marked ``xfail(raises=KnownBugError, strict=True)``: any other
     failed assertion still fails the test, and once the bug is fixed the test passes and strict
     xfail turns it red until the mark is removed."""
-
-
-# ------------------------------------------------------------------ figures
-
-
-class Figures:
-    """Figures measured by the fault tests: printed (``pytest -s``) and, when the variable
-    ``VOLUME_QUOTA_FAULT_FIGURES`` names a file, merged into that JSON file."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, float | str] = {}
-
-    def record(self, name: str, value: float | str) -> None:
-        rounded = round(value, 2) if isinstance(value, float) else value
-        self.values[name] = rounded
-        print(f"FIGURE {name} = {rounded}")
-        target = os.environ.get("VOLUME_QUOTA_FAULT_FIGURES")
-        if target:
-            path = Path(target)
-            stored = json.loads(path.read_text()) if path.exists() else {}
-            stored[name] = rounded
-            path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
 
 
 # ------------------------------------------------------------------ the cluster
