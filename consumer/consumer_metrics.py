@@ -64,6 +64,12 @@ class ConsumerMetrics:
             ["outcome"],
             registry=registry,
         )
+        self.reader_reconnects = Counter(
+            "volume_quota_snapshot_reader_reconnects_total",
+            "Times the snapshot reader read nothing for half of stale-after and rebuilt its "
+            "consumer through another broker.",
+            registry=registry,
+        )
         self.live_broker_errors = Counter(
             "volume_quota_live_broker_refresh_errors_total",
             "Failed attempts to learn the live brokers from the Admin client.",

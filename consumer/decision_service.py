@@ -52,6 +52,12 @@ class LoopTiming:
     retry_seconds: float = 2.0
     between_steps_seconds: float = 1.0
     """How often ``run`` calls its ``between_steps`` hook (certificate checks)."""
+    reconnect_when_quiet_seconds: float | None = None
+    """Once caught up, rebuild the reader through another broker after this long without a
+    record (None: never). Publishers send a heartbeat at least every heartbeat interval, so a
+    silent topic means either no publisher can write, or this reader fetches from a broker
+    that no longer leads the partition (tests/faults, a broker cut off from its peers). The
+    decider sets half of stale-after, so a reconnect comes before its peers go stale."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ class DecisionService:
         self._sink_healthy = False
         self._next_write_attempt = 0.0
         self._caught_up_once = False
+        self._quiet_since: float | None = None
+        """When the reader last read a record, was reconnected or was (re)assigned."""
         self.last_step_at: float | None = None
         self.current = CurrentDecision(state.decide(clock.wall(), not_ready="starting"))
 
@@ -137,6 +145,7 @@ class DecisionService:
         self._live_brokers = live_brokers
         self._next_live_refresh = 0.0
         self._next_assign_attempt = 0.0
+        self._quiet_since = None
 
     def not_ready_reason(self) -> str | None:
         if self._caught_up:
@@ -152,7 +161,8 @@ class DecisionService:
         moment = self._clock.monotonic()
         self._ensure_assigned(moment)
         if self._source.assigned:
-            self._read_available()
+            self._read_available(moment)
+            self._reconnect_if_quiet(moment)
         self._metrics.caught_up.set(1 if self._caught_up else 0)
         if moment >= self._next_live_refresh:
             self._refresh_live_brokers(moment)
@@ -207,7 +217,31 @@ class DecisionService:
             self._next_assign_attempt = self._clock.monotonic() + self._timing.retry_seconds
             log.warning("snapshot topic not readable yet", error=str(error))
 
-    def _read_available(self) -> None:
+    def _reconnect_if_quiet(self, moment: float) -> None:
+        quiet_limit = self._timing.reconnect_when_quiet_seconds
+        if quiet_limit is None or not self._caught_up:
+            return
+        if self._quiet_since is None:
+            self._quiet_since = moment
+            return
+        if moment - self._quiet_since < quiet_limit:
+            return
+        self._quiet_since = moment
+        try:
+            address = self._source.reconnect(self._timing.lookup_timeout_seconds)
+        except Exception as error:  # a new client could not be made: try again after a while
+            self._metrics.read_errors.inc()
+            log.warning("reconnecting the snapshot reader failed", error=str(error))
+            return
+        if address is not None:
+            self._metrics.reader_reconnects.inc()
+            log.warning(
+                "no snapshot read for a while: snapshot reader reconnected through another broker",
+                quiet_seconds=quiet_limit,
+                bootstrap=address,
+            )
+
+    def _read_available(self, moment: float) -> None:
         # While catching up, every object made is kept (the cluster state) or freed by
         # reference counting: pausing the cyclic collector halves the cold start (10,000
         # brokers, docs/reliability.md).
@@ -216,6 +250,7 @@ class DecisionService:
             gc.disable()
         try:
             for record in self._source.poll(self._timing.poll_timeout_seconds):
+                self._quiet_since = moment
                 self._apply(record)
         except Exception as error:  # transport trouble: counted, retried next turn
             self._metrics.read_errors.inc()

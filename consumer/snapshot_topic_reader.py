@@ -8,11 +8,14 @@ vouch for its view of the cluster.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+from consumer.bootstrap_rotation import ClusterView, cluster_view, next_bootstrap
 
 
 class KafkaMessage(Protocol):
@@ -43,6 +46,7 @@ class SnapshotSource(Protocol):
     def caught_up(self) -> bool: ...
     def assign_from_beginning(self, timeout_seconds: float = ...) -> None: ...
     def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
+    def reconnect(self, timeout_seconds: float = ...) -> str | None: ...
 
 
 SOCKET_TIMEOUT_MS = 10_000
@@ -76,20 +80,23 @@ class SnapshotTopicReader:
         config: Mapping[str, Any],
         topic: str,
     ) -> None:
-        self._consumer = consumer_factory(
-            {
-                **config,
-                "group.id": config.get("group.id", "volume-quota-consumer"),
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": False,
-                "socket.timeout.ms": config.get("socket.timeout.ms", SOCKET_TIMEOUT_MS),
-            }
-        )
+        self._factory = consumer_factory
+        self._config: dict[str, Any] = {
+            **config,
+            "group.id": config.get("group.id", "volume-quota-consumer"),
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "socket.timeout.ms": config.get("socket.timeout.ms", SOCKET_TIMEOUT_MS),
+        }
+        self._consumer = consumer_factory(self._config)
         self._topic = topic
         self._end_offsets_at_start: dict[int, int] = {}
         self._next_offsets: dict[int, int] = {}
+        self._view = ClusterView({}, frozenset())
+        """The brokers and the partitions' leaders in the last metadata seen."""
+        self._reconnects = 0
         self.assigned = False
 
     def assign_from_beginning(self, timeout_seconds: float = 10.0) -> None:
@@ -103,6 +110,7 @@ class SnapshotTopicReader:
         ):
             problem = "missing" if topic_metadata is None else topic_metadata.error
             raise TopicUnavailableError(f"topic {self._topic!r} is not readable: {problem}")
+        self._remember(metadata)
         partitions = sorted(topic_metadata.partitions)
         for partition in partitions:
             low, high = self._consumer.get_watermark_offsets(
@@ -137,6 +145,39 @@ class SnapshotTopicReader:
             self._next_offsets[partition] = offset + 1
             headers = header_pairs(message.headers())
             yield TopicRecord(message.key(), message.value(), partition, offset, headers)
+
+    def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
+        """Replace the consumer with one bootstrapped from a single broker, resuming every
+        partition at the next offset to read; returns that broker's address (None: nothing to
+        reconnect, not assigned yet or no broker known).
+
+        For a reader that reads nothing although snapshots are being published: a leader cut
+        off from its peers keeps answering with its stale metadata, so the reader is rebuilt
+        from another broker, in turn (``consumer.bootstrap_rotation``)."""
+        if not self.assigned:
+            return None
+        with contextlib.suppress(Exception):  # a stuck client may not answer: keep what we know
+            self._remember(self._consumer.list_topics(self._topic, timeout=timeout_seconds))
+        address = next_bootstrap(self._view, self._reconnects)
+        if address is None:
+            return None
+        self._reconnects += 1
+        consumer = self._factory({**self._config, "bootstrap.servers": address})
+        consumer.assign(
+            [
+                TopicPartition(self._topic, partition, offset)
+                for partition, offset in sorted(self._next_offsets.items())
+            ]
+        )
+        old, self._consumer = self._consumer, consumer
+        with contextlib.suppress(Exception):  # closing a broken client must not stop the reader
+            old.close()
+        return address
+
+    def _remember(self, metadata: Any) -> None:
+        view = cluster_view(metadata, self._topic)
+        if view.brokers:
+            self._view = view
 
     def close(self) -> None:
         self._consumer.close()

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from consumer.bootstrap_rotation import ClusterView, cluster_view, next_bootstrap
 from publisher.publication_core import ClientIssue
 
 DeliveryCallback = Callable[[str | None], None]
@@ -47,6 +48,9 @@ class SnapshotSink(Protocol):
     @property
     def needs_rebuild(self) -> bool: ...
 
+    @property
+    def bootstrap_servers(self) -> str: ...
+
     def send(
         self,
         key: bytes,
@@ -59,7 +63,7 @@ class SnapshotSink(Protocol):
 
     def flush(self, timeout_seconds: float) -> int: ...
 
-    def rebuild(self, flush_timeout_seconds: float) -> int: ...
+    def rebuild(self, flush_timeout_seconds: float, elsewhere: bool = False) -> int: ...
 
 
 class KafkaSnapshotSink:
@@ -73,11 +77,16 @@ class KafkaSnapshotSink:
         self._topic = topic
         self._on_client_issue = on_client_issue
         self._fatal = False
-        self._producer = self._new_producer()
+        self._view = ClusterView({}, frozenset())
+        self._rebuilds_elsewhere = 0
+        self.bootstrap_servers = str(self._config.get("bootstrap.servers", ""))
+        self._producer = self._new_producer(self.bootstrap_servers)
 
-    def _new_producer(self) -> Producer:
+    def _new_producer(self, bootstrap_servers: str) -> Producer:
         self._fatal = False
-        return Producer({**self._config, "error_cb": self._client_error})
+        self.bootstrap_servers = bootstrap_servers
+        config = {**self._config, "bootstrap.servers": bootstrap_servers}
+        return Producer({**config, "error_cb": self._client_error})
 
     def _client_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -117,17 +126,27 @@ class KafkaSnapshotSink:
         """Wait up to ``timeout_seconds`` for outstanding messages; the number still pending."""
         return _flush(self._producer, timeout_seconds)
 
-    def rebuild(self, flush_timeout_seconds: float) -> int:
+    def rebuild(self, flush_timeout_seconds: float, elsewhere: bool = False) -> int:
         """Replace the producer (re-reading the TLS files); messages the old one could not
         deliver within ``flush_timeout_seconds`` are abandoned (reported as failed), their
-        count returned."""
+        count returned. ``elsewhere``: bootstrap the new producer from one broker, in turn
+        among those that did not lead the topic in the old producer's last metadata
+        (``consumer.bootstrap_rotation``); otherwise from the configured servers."""
         old = self._producer
+        bootstrap = str(self._config.get("bootstrap.servers", ""))
+        if elsewhere:
+            with contextlib.suppress(Exception):  # a stuck client may not answer
+                view = cluster_view(old.list_topics(self._topic, timeout=1.0), self._topic)
+                if view.brokers:
+                    self._view = view
+            bootstrap = next_bootstrap(self._view, self._rebuilds_elsewhere) or bootstrap
+            self._rebuilds_elsewhere += 1
         abandoned = _flush(old, flush_timeout_seconds)
         if abandoned:
             with contextlib.suppress(KafkaException):
                 old.purge()
                 old.poll(0)
-        self._producer = self._new_producer()
+        self._producer = self._new_producer(bootstrap)
         return abandoned
 
 

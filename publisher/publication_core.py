@@ -37,6 +37,11 @@ from schemas.snapshot import VolumeSnapshot
 UNANSWERED_GRACE_SECONDS = 5.0
 """A message counts as failed this long after the producer's own delivery timeout."""
 REBUILD_BACKOFF_BASE_SECONDS = 1.0
+REBUILD_AFTER_FAILED_DELIVERIES = 2
+"""Rebuild the producer (bootstrapped from another broker, ``consumer.bootstrap_rotation``)
+after this many failed deliveries in a row: a partition leader cut off from its peers keeps
+answering the producer's metadata requests with its stale "I lead", and every delivery to it
+times out (tests/faults, a broker cut off from its peers). One failure may be a blip."""
 REBUILD_BACKOFF_CAP_SECONDS = 60.0
 CLIENT_ERROR_LOG_WINDOW_SECONDS = 60.0
 
@@ -291,6 +296,8 @@ class PublisherCore:
         if in_flight is None or in_flight.message_id != sent.stream_message_id:
             return []  # already counted (expired while unanswered)
         stream.delivery = stream.delivery.failed(sent.stream_message_id, now)
+        if stream.delivery.consecutive_failures >= REBUILD_AFTER_FAILED_DELIVERIES:
+            self._unusable = True  # rebuilt at the next sample, with the rebuild backoff
         retry_in = round(max(0.0, stream.delivery.not_before - now), 3)
         failed = PublicationFailed(error, stream.delivery.consecutive_failures, retry_in)
         return [failed, *self._set_connected(False)]

@@ -205,12 +205,13 @@ class PublicationLoop:
                 case Send():
                     self._send(action)
                 case RebuildProducer():
+                    self._sink.rebuild(REBUILD_FLUSH_SECONDS, elsewhere=True)
                     log.warning(
-                        "rebuilding the producer after a fatal client error",
+                        "producer rebuilt after a fatal client error or failed deliveries",
                         rebuilds_in_a_row=action.rebuilds_in_a_row,
                         next_rebuild_in_seconds=action.next_rebuild_in_seconds,
+                        bootstrap=self._sink.bootstrap_servers,
                     )
-                    self._sink.rebuild(REBUILD_FLUSH_SECONDS)
                 case PublicationDue() if action.reason is not PublicationReason.HEARTBEAT:
                     log.info("publication due", reason=action.reason.value, detail=action.detail)
                 case PublicationDelivered():

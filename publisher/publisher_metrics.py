@@ -24,6 +24,12 @@ class PublisherMetrics:
             "1 when the last exchange with Kafka succeeded, 0 when it failed or none happened yet.",
             registry=self.registry,
         )
+        self.topic_misconfigured = Gauge(
+            "volume_quota_publisher_topic_misconfigured",
+            "1 when the last periodic check of the running publisher found the snapshot topic "
+            "misconfigured (cleanup.policy not compact); publication goes on meanwhile.",
+            registry=self.registry,
+        )
         self.publication_errors = Counter(
             "volume_quota_publication_errors",
             "Snapshots that could not be published (delivery failed, timed out or was refused).",

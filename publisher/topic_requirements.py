@@ -19,6 +19,9 @@ DEFAULT_TOPIC = "__volume_quota_snapshots"
 DEFAULT_MIN_COMPACTION_LAG_SECONDS = 24 * 3600.0
 DEFAULT_SEGMENT_SECONDS = 3600.0
 DEFAULT_DELETE_RETENTION_SECONDS = 24 * 3600.0
+DEFAULT_TOPIC_RECHECK_SECONDS = 30.0
+"""How often a running publisher checks the topic again (recreate it if deleted, report a
+cleanup.policy changed from compact): one metadata and one DescribeConfigs request."""
 
 
 def seconds_to_milliseconds(seconds: float) -> int:

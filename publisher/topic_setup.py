@@ -4,7 +4,8 @@
 unreachable, permission missing, topic not created yet) or misconfigured (an existing topic with
 the wrong ``cleanup.policy``, or a broker refusing the client's SASL credentials: the operator
 must fix it, retrying cannot). ``TopicGuard`` retries in
-a background thread until the topic is ready, so the publisher keeps sampling meanwhile.
+a background thread until the topic is ready, so the publisher keeps sampling meanwhile, and
+checks it again periodically while the publisher runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 
 from publisher.delivery_pacing import retry_delay
 from publisher.topic_requirements import (
+    DEFAULT_TOPIC_RECHECK_SECONDS,
     TopicRequirements,
     topic_config_problem,
     topic_config_warnings,
@@ -182,25 +184,40 @@ def _describe(error: KafkaException) -> str:
 
 
 class TopicGuard:
-    """Checks the topic in a background thread until it is ready or found misconfigured."""
+    """Checks the topic in a background thread, first until it is verified, then again every
+    ``recheck_seconds`` while the publisher runs.
+
+    Before the first verification a misconfigured topic is fatal (``misconfiguration``): the
+    publisher exits 2, as the operator must fix it. Once running, the same verdict is reported
+    (error log, ``ready`` cleared with the reason in ``problem``, ``misconfigured_now``) but
+    publication goes on: stopping would leave every decider without snapshots, i.e. the whole
+    cluster in fail-safe PAUSE, for a problem that bites only when retention deletes a silent
+    broker's last snapshot. A topic deleted under a running publisher is recreated at the next
+    recheck when ``create`` is on, as at start.
+    """
 
     def __init__(
         self,
         admin_factory: Callable[[], TopicAdmin],
         requirements: TopicRequirements,
         create: bool,
+        *,
         timeout_seconds: float = 10.0,
         max_backoff_seconds: float = 30.0,
+        recheck_seconds: float = DEFAULT_TOPIC_RECHECK_SECONDS,
     ) -> None:
         self._admin_factory = admin_factory
         self._requirements = requirements
         self._create = create
         self._timeout = timeout_seconds
         self._max_backoff = max_backoff_seconds
+        self._recheck = recheck_seconds
         self._stop = threading.Event()
         self.ready = threading.Event()
         self.problem: str | None = "the snapshot topic is not verified yet"
         self.misconfiguration: str | None = None
+        self.misconfigured_now = False
+        """The last recheck of a running publisher found the topic misconfigured."""
         self._thread = threading.Thread(target=self._run, name="volume-quota-topic", daemon=True)
 
     def start(self) -> TopicGuard:
@@ -208,7 +225,7 @@ class TopicGuard:
         return self
 
     def stop(self, wait_seconds: float = 1.0) -> None:
-        """Stop retrying. A check in progress may block inside librdkafka for up to the request
+        """Stop checking. A check in progress may block inside librdkafka for up to the request
         timeout; the thread is a daemon thread, so shutdown waits for it at most
         ``wait_seconds``."""
         self._stop.set()
@@ -217,6 +234,11 @@ class TopicGuard:
 
     def _run(self) -> None:
         admin = self._admin_factory()
+        if self._verify_first(admin):
+            self._recheck_while_running(admin)
+
+    def _verify_first(self, admin: TopicAdmin) -> bool:
+        """Retry until the topic is verified (True) or misconfigured or stopped (False)."""
         attempts = 0
         while not self._stop.is_set():
             attempts += 1
@@ -224,19 +246,49 @@ class TopicGuard:
             if self._stop.is_set():
                 # The daemon is shutting down (a check can outlast stop()'s join): say nothing
                 # after its "publisher stopped" line.
-                return
+                return False
             if result.outcome is TopicOutcome.READY:
                 for warning in result.warnings:
                     log.warning("topic configuration", detail=warning)
                 log.info("topic ready", topic=self._requirements.name, attempts=attempts)
                 self.problem = None
                 self.ready.set()
-                return
+                return True
             self.problem = result.detail
             if result.outcome is TopicOutcome.MISCONFIGURED:
                 log.error("topic misconfigured", detail=result.detail)
                 self.misconfiguration = result.detail
-                return
+                return False
             delay = retry_delay(attempts, base_seconds=1.0, cap_seconds=self._max_backoff)
             log.warning("topic not ready", detail=result.detail, retry_in_seconds=delay)
             self._stop.wait(delay)
+        return False
+
+    def _recheck_while_running(self, admin: TopicAdmin) -> None:
+        while not self._stop.wait(self._recheck):
+            result = check_topic(admin, self._requirements, self._create, self._timeout)
+            if self._stop.is_set():
+                return
+            self._report_recheck(result)
+
+    def _report_recheck(self, result: TopicCheck) -> None:
+        topic = self._requirements.name
+        if result.created:
+            log.warning("topic recreated", topic=topic, detail="it was missing at a recheck")
+        if result.outcome is TopicOutcome.READY:
+            if self.problem is not None:
+                log.info("topic ready again", topic=topic, previous_problem=self.problem)
+            self.problem = None
+            self.misconfigured_now = False
+            self.ready.set()
+            return
+        if result.detail != self.problem:  # one line per change, not one per recheck
+            if result.outcome is TopicOutcome.MISCONFIGURED:
+                log.error("topic misconfigured", detail=result.detail, still_publishing=True)
+            else:
+                log.warning(
+                    "topic not ready", detail=result.detail, recheck_in_seconds=self._recheck
+                )
+        self.problem = result.detail
+        self.misconfigured_now = result.outcome is TopicOutcome.MISCONFIGURED
+        self.ready.clear()

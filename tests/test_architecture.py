@@ -31,6 +31,7 @@ PURE_MODULES = (
     "consumer/topic_messages",
     "consumer/current_decision",
     "consumer/signatures",
+    "consumer/bootstrap_rotation",
     "publisher/publication_core",
     "publisher/publication_policy",
     "publisher/delivery_pacing",

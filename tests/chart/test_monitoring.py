@@ -146,6 +146,7 @@ def test_the_alerts_cover_what_an_operator_must_know(monitored: list[Manifest]) 
         "VolumeQuotaSidecarCannotReachKafka",
         "VolumeQuotaSnapshotsNotPublished",
         "VolumeQuotaPublicationErrors",
+        "VolumeQuotaSnapshotTopicMisconfigured",
         "VolumeQuotaSnapshotTopicReadErrors",
         "VolumeQuotaDecisionFileWriteErrors",
         "VolumeQuotaThrottlingForMissingData",
@@ -160,6 +161,10 @@ def test_the_alerts_cover_what_an_operator_must_know(monitored: list[Manifest]) 
     assert (
         "increase(volume_quota_publication_errors_total"
         in rules["VolumeQuotaPublicationErrors"]["expr"]
+    )
+    assert (
+        "volume_quota_publisher_topic_misconfigured"
+        in rules["VolumeQuotaSnapshotTopicMisconfigured"]["expr"]
     )
     assert (
         "volume_quota_throttling_for_missing_data"

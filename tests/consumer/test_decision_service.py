@@ -49,6 +49,15 @@ class ScriptedTopic:
     def publish(self, key: bytes, value: bytes | None) -> None:
         self.pending.append(TopicRecord(key, value, 0, len(self.pending)))
 
+    reconnects: int = 0
+    fail_reconnect: bool = False
+
+    def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
+        if self.fail_reconnect:
+            raise RuntimeError("cannot create a consumer")
+        self.reconnects += 1
+        return f"broker-{self.reconnects}:9093"
+
 
 def record(broker_id: int, free: int = 900, at: datetime = NOON) -> TopicRecord:
     value = snapshot_line(broker_id=broker_id, volumes=[volume("v", 1000, 1000 - free)], at=at)
@@ -62,6 +71,7 @@ class Harness:
         *,
         on_missing: OnMissing = OnMissing.PAUSE,
         signatures: SignaturePolicy | None = None,
+        reconnect_when_quiet: float | None = None,
         **kw: int,
     ) -> None:
         self.now = NOON + timedelta(seconds=1)
@@ -76,7 +86,11 @@ class Harness:
             clock=self,
             sink=self.written.append,
             metrics=ConsumerMetrics(self.registry),
-            timing=LoopTiming(poll_timeout_seconds=0, live_broker_refresh_seconds=5),
+            timing=LoopTiming(
+                poll_timeout_seconds=0,
+                live_broker_refresh_seconds=5,
+                reconnect_when_quiet_seconds=reconnect_when_quiet,
+            ),
             signatures=signatures or SignaturePolicy(),
         )
 
@@ -271,3 +285,53 @@ def test_warn_counts_a_bad_signature_but_uses_the_snapshot() -> None:
         harness.metric("volume_quota_snapshot_signature_checks_total", outcome="wrong_identity")
         == 1
     )
+
+
+def test_a_reader_that_reads_nothing_for_the_quiet_limit_is_reconnected_once_per_limit() -> None:
+    harness = Harness([record(0), record(1), record(2)], reconnect_when_quiet=5.0)
+    harness.service.step()  # caught up: the quiet time counts from here
+    for _ in range(4):
+        harness.now += timedelta(seconds=1)
+        harness.service.step()
+    assert harness.topic.reconnects == 0, "4 s without a record is not yet quiet"
+    harness.now += timedelta(seconds=1.5)
+    harness.service.step()
+    assert harness.topic.reconnects == 1
+    assert harness.metric("volume_quota_snapshot_reader_reconnects_total") == 1
+    harness.now += timedelta(seconds=4)
+    harness.service.step()
+    assert harness.topic.reconnects == 1, "the next attempt waits a whole quiet limit"
+    harness.now += timedelta(seconds=1.5)
+    harness.service.step()
+    assert harness.topic.reconnects == 2
+
+
+def test_records_arriving_keep_the_reader_from_reconnecting() -> None:
+    harness = Harness([record(0), record(1), record(2)], reconnect_when_quiet=5.0)
+    harness.service.step()
+    for second in range(1, 61):
+        harness.now = NOON + timedelta(seconds=second)
+        if second % 4 == 0:  # a heartbeat every 4 s, under the 5 s limit
+            harness.topic.publish(b"0", record(0, at=harness.now).value)
+        harness.service.step()
+    assert harness.topic.reconnects == 0
+
+
+def test_a_reader_still_catching_up_is_not_reconnected() -> None:
+    harness = Harness([record(0)] * 2000, reconnect_when_quiet=5.0)
+    harness.topic.end_at_start = 10**6  # never caught up
+    for second in range(30):
+        harness.now = NOON + timedelta(seconds=second)
+        harness.service.step()
+    assert harness.topic.reconnects == 0
+
+
+def test_a_failed_reconnect_is_counted_and_the_loop_goes_on() -> None:
+    harness = Harness([record(0), record(1), record(2)], reconnect_when_quiet=5.0)
+    harness.service.step()
+    harness.topic.fail_reconnect = True
+    harness.now += timedelta(seconds=6)
+    decision = harness.service.step()
+    assert harness.metric("volume_quota_snapshot_topic_errors_total") == 1
+    assert harness.metric("volume_quota_snapshot_reader_reconnects_total") == 0
+    assert decision.state is QuotaState.OPEN

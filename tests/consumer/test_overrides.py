@@ -112,6 +112,9 @@ class Topic:
         batch, self.pending = self.pending, []
         yield from batch
 
+    def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
+        raise AssertionError("the override follower never reconnects its reader")
+
 
 def test_the_follower_sees_the_first_override_ever_within_its_retry_interval() -> None:
     topic, registry = Topic(), CollectorRegistry()

@@ -111,3 +111,73 @@ def test_missing_topic_is_a_clear_error() -> None:
     reader, _ = reader_over({})
     with pytest.raises(TopicUnavailableError, match="'snapshots' is not readable"):
         reader.assign_from_beginning()
+
+
+@dataclass
+class ClusterView:
+    """What a (fake) consumer's metadata answer says: brokers and the partition leader."""
+
+    brokers: dict[int, str]
+    leader: int
+
+
+def reconnecting_reader(
+    view: ClusterView,
+) -> tuple[SnapshotTopicReader, list[FakeConsumer]]:
+    made: list[FakeConsumer] = []
+
+    class ViewConsumer(FakeConsumer):
+        def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+            brokers = {
+                broker_id: SimpleNamespace(host=address.split(":")[0], port=address.split(":")[1])
+                for broker_id, address in view.brokers.items()
+            }
+            partitions = {0: SimpleNamespace(leader=view.leader)}
+            topic_metadata = SimpleNamespace(error=None, partitions=partitions)
+            return SimpleNamespace(brokers=brokers, topics={topic: topic_metadata})
+
+    def factory(config: Mapping[str, Any]) -> FakeConsumer:
+        made.append(ViewConsumer(config, {0: (0, 3)}))
+        return made[-1]
+
+    config = {"bootstrap.servers": "b0:9093,b1:9093,b2:9093", "ssl.ca.location": "ca.pem"}
+    return SnapshotTopicReader(factory, config, "snapshots"), made
+
+
+def test_a_reconnect_resumes_from_a_broker_that_did_not_lead_in_turn() -> None:
+    view = ClusterView({0: "b0:9093", 1: "b1:9093", 2: "b2:9093"}, leader=1)
+    reader, made = reconnecting_reader(view)
+    reader.assign_from_beginning()
+    made[0].queued = [FakeMessage(b"0", b"a", 0, 0), FakeMessage(b"1", b"b", 0, 1)]
+    assert [record.offset for record in reader.poll(0)] == [0, 1]
+
+    assert reader.reconnect(1.0) == "b0:9093"
+    assert len(made) == 2
+    fresh = made[1]
+    assert fresh.config["bootstrap.servers"] == "b0:9093"
+    assert fresh.config["ssl.ca.location"] == "ca.pem"
+    assert fresh.config["enable.auto.commit"] is False
+    assert [(tp.partition, tp.offset) for tp in fresh.assignment] == [(0, 2)]
+    made[0].queued = [FakeMessage(b"9", b"stale", 0, 9)]  # the old consumer is not read
+    fresh.queued = [FakeMessage(b"2", b"c", 0, 2)]
+    assert [record.offset for record in reader.poll(0)] == [2]
+
+    # The next reconnect tries the next broker that did not lead, then starts over.
+    assert reader.reconnect(1.0) == "b2:9093"
+    assert reader.reconnect(1.0) == "b0:9093"
+    assert [(tp.partition, tp.offset) for tp in made[-1].assignment] == [(0, 3)]
+
+
+def test_a_reconnect_before_assignment_does_nothing() -> None:
+    view = ClusterView({0: "b0:9093"}, leader=0)
+    reader, made = reconnecting_reader(view)
+    assert reader.reconnect(1.0) is None
+    assert len(made) == 1
+
+
+def test_a_single_broker_cluster_reconnects_to_its_only_broker() -> None:
+    view = ClusterView({0: "b0:9093"}, leader=0)
+    reader, made = reconnecting_reader(view)
+    reader.assign_from_beginning()
+    assert reader.reconnect(1.0) == "b0:9093"
+    assert made[-1].config["bootstrap.servers"] == "b0:9093"

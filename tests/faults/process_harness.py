@@ -386,14 +386,6 @@ def in_force(decision: QuotaDecision | None, state: QuotaState) -> bool:
     return decision.valid_until > datetime.now(UTC)
 
 
-class KnownBugError(AssertionError):
-    """A must the product does not meet yet (each one is in the fault table).
-
-    A test that ends with it is marked ``xfail(raises=KnownBugError, strict=True)``: any other
-    failed assertion still fails the test, and once the bug is fixed the test passes and strict
-    xfail turns it red until the mark is removed."""
-
-
 # ------------------------------------------------------------------ the cluster
 
 
@@ -491,6 +483,10 @@ class FaultCluster:
             log.mark()
 
 
+TOPIC_RECHECK_S = 5.0
+"""The sidecars' topic_recheck_interval."""
+
+
 def sidecar_settings(
     kafka: LocalKafkaCluster, index: int, log_dir: Path, decision: Path
 ) -> dict[str, str]:
@@ -499,8 +495,12 @@ def sidecar_settings(
         index,
         log_dir,
         decision,
-        # Give up on a snapshot before stale-after, so a retry can still arrive in time.
-        {"VOLUME_QUOTA_DELIVERY_TIMEOUT": "5s"},
+        {
+            # Give up on a snapshot before stale-after, so a retry can still arrive in time.
+            "VOLUME_QUOTA_DELIVERY_TIMEOUT": "5s",
+            # Check the topic again this often (30 s by default), so topic faults show in time.
+            "VOLUME_QUOTA_TOPIC_RECHECK_INTERVAL": f"{TOPIC_RECHECK_S:g}s",
+        },
     )
 
 
@@ -564,11 +564,11 @@ __all__ = [
     "BROKERS",
     "HARD_FREE",
     "STALE_AFTER_S",
+    "TOPIC_RECHECK_S",
     "DecisionWatch",
     "FaultCluster",
     "FaultSidecar",
     "Figures",
-    "KnownBugError",
     "PacketFilter",
     "cut_broker_off_from_its_peers",
     "cut_process_off_from_kafka",

@@ -170,3 +170,22 @@ def test_each_broker_is_paced_on_its_own_stream() -> None:
     assert retry.reason is PublicationReason.RETRY
     assert sends(core.handle(SampleTaken(two, at=1.0))) == []  # broker 2 is up to date
     assert core.last_sent_snapshot == one
+
+
+def test_two_failed_deliveries_in_a_row_ask_for_a_rebuild_one_does_not() -> None:
+    core = new_core()
+    timeline: list[tuple[str, int]] = []
+    failed = 0
+    for second in range(60):
+        actions = core.handle(SampleTaken(HEALTHY, at=float(second)))
+        if any(isinstance(action, RebuildProducer) for action in actions):
+            timeline.append(("rebuild", failed))
+        for send in sends(actions):
+            if failed < 2:
+                failed += 1
+                timed_out = "_MSG_TIMED_OUT: Local: Message timed out"
+                core.handle(DeliveryReported(send.message_id, timed_out, at=second + 0.5))
+                timeline.append(("failed", failed))
+            else:
+                core.handle(DeliveryReported(send.message_id, None, at=second + 0.5))
+    assert timeline == [("failed", 1), ("failed", 2), ("rebuild", 2)]

@@ -108,8 +108,12 @@ class FakeSink:
         self.answer_pending()
         return len(self.pending)
 
-    def rebuild(self, flush_timeout_seconds: float) -> int:
+    bootstrap_servers = "fake:9093"
+    rebuilt_elsewhere = 0
+
+    def rebuild(self, flush_timeout_seconds: float, elsewhere: bool = False) -> int:
         self.rebuilds += 1
+        self.rebuilt_elsewhere += elsewhere
         self.fatal = self.stay_fatal
         self.answer_pending()
         return len(self.pending)

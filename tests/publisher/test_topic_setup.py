@@ -243,3 +243,68 @@ def test_guard_stop_interrupts_the_backoff() -> None:
 
     threading.Thread(target=stop).start()
     assert stopped.wait(5)
+
+
+def wait_until(condition: Any, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_running_guard_recreates_a_deleted_topic_compacted() -> None:
+    admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "compact"}})
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True, recheck_seconds=0.02)  # type: ignore[arg-type, return-value]
+    guard.start()
+    try:
+        assert guard.ready.wait(5)
+        assert admin.created == []
+        del admin.topics["snapshots"]
+        assert wait_until(lambda: "snapshots" in admin.topics)
+        (recreated,) = admin.created
+        assert recreated.config["cleanup.policy"] == "compact"
+        assert guard.ready.is_set()
+        assert guard.problem is None
+    finally:
+        guard.stop()
+
+
+def test_a_running_guard_reports_a_policy_changed_from_compact_and_its_repair() -> None:
+    admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "compact"}})
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True, recheck_seconds=0.02)  # type: ignore[arg-type, return-value]
+    guard.start()
+    try:
+        assert guard.ready.wait(5)
+        assert not guard.misconfigured_now
+        admin.topics["snapshots"]["cleanup.policy"] = "delete"
+        assert wait_until(lambda: guard.misconfigured_now)
+        assert not guard.ready.is_set()
+        assert guard.problem is not None
+        assert "cleanup.policy=delete" in guard.problem
+        # Reported, not fatal: the publisher keeps publishing, so the guard keeps checking.
+        assert guard.misconfiguration is None
+        assert guard._thread.is_alive()
+        admin.topics["snapshots"]["cleanup.policy"] = "compact"
+        assert wait_until(guard.ready.is_set)
+        assert not guard.misconfigured_now
+        assert guard.problem is None
+    finally:
+        guard.stop()
+
+
+def test_a_running_guard_without_create_reports_a_deleted_topic() -> None:
+    admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "compact"}})
+    guard = TopicGuard(lambda: admin, REQUIREMENTS, create=False, recheck_seconds=0.02)  # type: ignore[arg-type, return-value]
+    guard.start()
+    try:
+        assert guard.ready.wait(5)
+        del admin.topics["snapshots"]
+        assert wait_until(lambda: not guard.ready.is_set())
+        assert guard.problem is not None
+        assert "does not exist and create_topic is off" in guard.problem
+        assert admin.created == []
+        assert not guard.misconfigured_now
+    finally:
+        guard.stop()

@@ -221,7 +221,9 @@ class RecordingSink:
     def flush(self, timeout_seconds: float) -> int:
         return 0
 
-    def rebuild(self, flush_timeout_seconds: float) -> int:
+    bootstrap_servers = "recording:9093"
+
+    def rebuild(self, flush_timeout_seconds: float, elsewhere: bool = False) -> int:
         return 0
 
 

@@ -26,6 +26,7 @@ from publisher.topic_requirements import (
     DEFAULT_MIN_COMPACTION_LAG_SECONDS,
     DEFAULT_SEGMENT_SECONDS,
     DEFAULT_TOPIC,
+    DEFAULT_TOPIC_RECHECK_SECONDS,
 )
 from publisher.volumes import VolumeLimitOverride
 from schemas.decision import OnMissing
@@ -267,7 +268,17 @@ class PublishingSettings(SettingsBase):
     topic_segment_interval: Seconds = Field(
         DEFAULT_SEGMENT_SECONDS, **help_text("segment.ms of a created topic", "DURATION")
     )
-    create_topic: bool = Field(True, **help_text("create the topic when it is missing"))
+    create_topic: bool = Field(
+        True, **help_text("create the topic when it is missing, at start and at every recheck")
+    )
+    topic_recheck_interval: Seconds = Field(
+        DEFAULT_TOPIC_RECHECK_SECONDS,
+        **help_text(
+            "while running, check the topic this often: a deleted topic is recreated, a "
+            "cleanup.policy changed from compact is reported (error log, metric, /readyz)",
+            "DURATION",
+        ),
+    )
 
     @model_validator(mode="after")
     def _intervals_consistent(self) -> PublishingSettings:

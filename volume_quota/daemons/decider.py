@@ -132,6 +132,7 @@ class DecideDaemon:
             timing=LoopTiming(
                 live_broker_refresh_seconds=settings.live_broker_refresh_interval,
                 decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
+                reconnect_when_quiet_seconds=settings.stale_after / 2,
             ),
             signatures=signature_policy(settings),
             overrides=OverrideFollower(self._clients.override_reader, self.registry),

@@ -117,7 +117,10 @@ class PublisherDaemon:
             self._requirements,
             create=settings.create_topic,
             timeout_seconds=min(10.0, settings.delivery_timeout),
+            recheck_seconds=settings.topic_recheck_interval,
         )
+        guard = self._topic_guard
+        self.metrics.topic_misconfigured.set_function(lambda: float(guard.misconfigured_now))
         producer_settings = with_client_logger(
             producer_config(connection, client, settings.delivery_timeout)
         )

@@ -14,6 +14,9 @@ from publisher.health import HealthVerdict
 from volume_quota.config.concerns import HttpSettings
 from volume_quota.daemons.decider import DecideDaemon
 from volume_quota.daemons.publisher import PublisherDaemon, serve_endpoints, stop_on_signals
+from volume_quota.logging_setup import get_logger
+
+log = get_logger("volume_quota.roles")
 
 
 def both(*verdicts: HealthVerdict) -> HealthVerdict:
@@ -47,6 +50,7 @@ def run_both_roles(
         for name, role in (("publisher", publisher), ("consumer", decider))
     ]
     server.start()
+    log.info("http endpoints serving", host=settings.metrics_host, port=server.port)
     try:
         with stop_on_signals(stop):
             for thread in threads:
