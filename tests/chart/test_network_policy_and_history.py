@@ -109,6 +109,7 @@ def test_the_history_job_ingests_then_forecasts_on_its_own_volume(
         "--checkpoint /var/lib/volume-quota/checkpoint --output /var/lib/volume-quota/dataset"
         in (script)
     )
+    assert "--compact-min-files 24" in script, "hourly ingests leave small files: compact them"
     claim = find(own_cluster, "PersistentVolumeClaim")
     data = next(v for v in spec["volumes"] if v["name"] == "data")
     assert data["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
