@@ -27,8 +27,14 @@ topic adds a step that a line reads as fast growth. The method here:
    rate although that rate would have shown above the noise (retention reached inside the
    window). A recent rate significantly above the window's replaces it (a new heavy topic).
 6. **Level and time.** The level at ``at`` is the fitted line through the high quantile of the
-   recent residuals (a disk fills at the daily peak). hours = (capacity - level) / slope; the
-   band divides by the interval's slopes. Past the horizon there is no forecast.
+   recent residuals (a disk fills at the daily peak). hours = (capacity - level) / slope.
+   Past the horizon there is no forecast.
+7. **Band.** Back-tests inside the volume's own history (origins every 6 h: fit the rate as
+   above on the data before the origin, compare with the growth realised from there to
+   now) give the rate's typical miss (root mean square); the rate's standard error is the
+   larger of that and Sen's interval. The band is where usage, ``level + slope t`` give or
+   take ``z sqrt(noise^2 + (sigma_rate t)^2)``, crosses capacity: the level's noise matters
+   for a fill within hours, the rate's error for one weeks out.
 """
 
 from __future__ import annotations
@@ -36,13 +42,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from statistics import NormalDist
 
 import numpy as np
 
-from spark_history.envelope_steps import Teeth, remove_steps, teeth_of
+from spark_history.envelope_steps import Teeth, after_replacement, remove_steps, teeth_of
 from spark_history.robust_trend import (
     FloatArray,
     SlopeEstimate,
+    backtest_rate_errors,
+    crossing_band,
     theil_sen,
     without_daily_cycle,
 )
@@ -154,7 +163,7 @@ def forecast_hourly(
     values = np.asarray(maxima, dtype=np.float64)[order]
     lows = values if minima is None else np.asarray(minima, dtype=np.float64)[order]
     keep = (hours > -params.lookback_hours) & (hours <= 0)
-    hours, values = _after_replacement(hours[keep], values[keep], lows[keep], capacity, params)
+    hours, values = after_replacement(hours[keep], values[keep], lows[keep], capacity, params)
     if (
         hours.size < 2
         or hours[-1] - hours[0] < params.min_hours_of_data
@@ -169,6 +178,7 @@ def forecast_hourly(
     # After a gap, reach back whole days until the window holds half its hours of data.
     while np.count_nonzero(hours > fit_start) < params.fit_hours / 2 and fit_start > hours[0]:
         fit_start -= 24.0
+    segment_start = -math.inf
     if drops:
         teeth = teeth_of(hours, adjusted, drop_mask)
         # A quarter of a typical drop above the old ceiling is a new regime, not jitter.
@@ -178,34 +188,10 @@ def forecast_hourly(
         # Climbed past its old ceiling: only the climb since the last drop tells the rate.
         if np.count_nonzero(hours > teeth.last_drop_hour) >= params.min_hours_of_data / 2:
             fit_start = max(fit_start, teeth.last_drop_hour - 1.0)
-    return _fit_trend(hours, adjusted, fit_start, capacity, params, counts=(steps, drops))
-
-
-def _after_replacement(
-    hours: FloatArray,
-    values: FloatArray,
-    lows: FloatArray,
-    capacity: float,
-    params: ForecastParams,
-) -> tuple[FloatArray, FloatArray]:
-    """Drop the history before a disk replacement and its re-replication.
-
-    A replaced disk starts nearly empty and refills from its replicas within hours: neither
-    the collapse nor the refill is retention or growth. Only the hours after
-    ``replacement_settle_hours`` past the newest collapse are kept.
-    """
-    if values.size < 2:
-        return hours, values
-    # The hour's minimum shows the nearly empty new disk (re-replication refills it within
-    # hours, so the maximum may not); retention deletes a few percent, never most of it.
-    collapses = np.nonzero(
-        (lows[1:] < params.replacement_fraction * capacity)
-        & (values[:-1] > 3 * params.replacement_fraction * capacity)
-    )[0]
-    if collapses.size == 0:
-        return hours, values
-    keep = hours > hours[collapses[-1] + 1] + params.replacement_settle_hours
-    return hours[keep], values[keep]
+            segment_start = teeth.last_drop_hour - 1.0
+    return _fit_trend(
+        hours, adjusted, (fit_start, segment_start), capacity, params, counts=(steps, drops)
+    )
 
 
 def _retention(
@@ -226,13 +212,16 @@ def _retention(
 def _fit_trend(
     hours: FloatArray,
     adjusted: FloatArray,
-    fit_start: float,
+    starts: tuple[float, float],
     capacity: float,
     params: ForecastParams,
     *,
     counts: tuple[int, int],
 ) -> VolumeForecast:
+    """``starts``: where the fit window begins, and where the regime it belongs to begins
+    (after the last retention drop; the back-tests of the band use all of it)."""
     steps, drops = counts
+    fit_start, segment_start = starts
     in_fit = hours > fit_start
     fit_hours = hours[in_fit]
     smooth = without_daily_cycle(fit_hours, adjusted[in_fit])
@@ -249,13 +238,17 @@ def _fit_trend(
         fit_hours, smooth, estimate, recent_estimate, params
     )
     if estimate.low > 0 and not stopped:
-        return _fill(estimate, level, capacity, params, steps=steps, drops=drops)
+        spread = _spread(hours[hours > segment_start], adjusted[hours > segment_start], params)
+        noise = _noise(fit_hours, smooth, estimate.slope)
+        return _fill(estimate, level, capacity, params, (noise, spread), steps=steps, drops=drops)
     # A knee (growth stopped inside the window) is a plateau even if the week grew: only a
     # window that looks flat overall may be the quiet part of a weekly cycle.
     weekly = None if stopped else _weekly_rate(hours, adjusted, recent_estimate, params)
     if weekly is not None:
         level = _level(hours[in_fit], adjusted[in_fit], weekly.slope, params)
-        return _fill(weekly, level, capacity, params, steps=steps, drops=drops)
+        spread = _spread(hours[hours > segment_start], adjusted[hours > segment_start], params)
+        noise = _noise(fit_hours, smooth, weekly.slope)
+        return _fill(weekly, level, capacity, params, (noise, spread), steps=steps, drops=drops)
     trend = Trend.PLATEAU if stopped else Trend.FLAT
     return _no_fill(trend, level, estimate, steps, drops)
 
@@ -295,10 +288,22 @@ def _growth_stopped(
     Only judged when the growth expected over the recent hours stands well above the noise;
     otherwise a slow grower's noisy recent slope would too often read as a stop.
     """
-    residuals = smooth - estimate.slope * hours
-    noise = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+    noise = _noise(hours, smooth, estimate.slope)
     expected = estimate.slope * params.recent_hours
     return expected > 4 * noise and recent.slope < params.knee_fraction * estimate.slope
+
+
+def _noise(hours: FloatArray, smooth: FloatArray, slope: float) -> float:
+    """Robust standard deviation (MAD) of the deseasonalized series around its line."""
+    residuals = smooth - slope * hours
+    return 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+
+
+def _spread(hours: FloatArray, adjusted: FloatArray, params: ForecastParams) -> float:
+    """Root mean square of the back-tests' rate errors in this volume's own history (NaN
+    without a back-test): what the fitted rate can be expected to miss the future rate by."""
+    errors = backtest_rate_errors(hours, adjusted, params.fit_hours)
+    return float(np.sqrt(np.mean(errors * errors))) if errors.size else math.nan
 
 
 def _fill(
@@ -306,15 +311,30 @@ def _fill(
     level: float,
     capacity: float,
     params: ForecastParams,
+    uncertainty: tuple[float, float] = (0.0, math.nan),
     *,
     steps: int,
     drops: int,
 ) -> VolumeForecast:
-    """A growing volume: hours until ``level`` reaches ``capacity`` at the estimated slope."""
+    """A growing volume: hours until ``level`` reaches ``capacity`` at the estimated slope.
+
+    The band: where the line's usage, give or take its uncertainty at that time, crosses
+    ``capacity``. ``uncertainty`` = (level noise, back-tested rate error). The rate's
+    standard error is the larger of Sen's interval (estimation alone) and the back-tested
+    error (how far a rate fitted earlier in this volume's own history missed the growth that
+    followed: estimation, daily and weekly cycles and rate changes together).
+    """
     remaining = max(capacity - level, 0.0)
     hours_to_full = remaining / estimate.slope
-    low = remaining / estimate.high if math.isfinite(estimate.high) else 0.0
-    high = remaining / estimate.low if estimate.low > 0 else None
+    z = NormalDist().inv_cdf(0.5 + params.confidence / 2)
+    noise, backtested = uncertainty
+    sen = (estimate.high - estimate.low) / (2 * z)
+    if not math.isfinite(sen):
+        low: float = remaining / estimate.high if math.isfinite(estimate.high) else 0.0
+        high: float | None = None
+    else:
+        sigma_rate = max(sen, backtested) if math.isfinite(backtested) else sen
+        low, high = crossing_band(remaining, estimate.slope, noise, sigma_rate, z)
     if hours_to_full > params.horizon_hours:
         return VolumeForecast(
             Trend.GROWING,

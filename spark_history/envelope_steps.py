@@ -1,4 +1,5 @@
-"""Steps and retention drops in a volume's hourly envelope (``envelope_forecast`` steps 2-3).
+"""Steps, retention drops and disk replacements in a volume's hourly envelope
+(``envelope_forecast`` steps 2-3).
 
 A jump up beyond the noise is a step (a new topic, a reassignment): the older points are
 shifted up by it so it raises the level but not the rate. A jump down is a retention drop;
@@ -48,8 +49,11 @@ def remove_steps(
     deviation = jumps - centre * spans
     scale = 1.4826 * float(np.median(np.abs(deviation - np.median(deviation))))
     threshold = max(params.jump_sigmas * scale, params.min_jump_fraction * capacity)
-    up = deviation > threshold
-    down = deviation < -threshold
+    # Across a hole in the history the expected growth is only known roughly (the rate of
+    # a weekday is not the rate of a weekend): a step must stand out by more the longer the
+    # hole, and a drop must be a real decrease, not merely less growth than expected.
+    up = deviation > threshold * np.sqrt(spans)
+    down = (deviation < -threshold) & (jumps < 0)
     drop_mask[1:] = down
     # A step's size is its jump minus the typical change at that hour; older points move up.
     sizes = np.where(up, deviation, 0.0)
@@ -90,3 +94,62 @@ def teeth_of(hours: FloatArray, values: FloatArray, drop_mask: npt.NDArray[np.bo
         float(hours[last]),
         float(np.median(drop_sizes)),
     )
+
+
+def after_replacement(
+    hours: FloatArray,
+    values: FloatArray,
+    lows: FloatArray,
+    capacity: float,
+    params: ForecastParams,
+) -> tuple[FloatArray, FloatArray]:
+    """Cut out a disk replacement and its re-replication; keep the rate of the history before.
+
+    A replaced disk starts nearly empty and refills from its replicas within hours: neither
+    the collapse nor the refill is retention or growth. The hours from the newest collapse to
+    ``replacement_settle_hours`` after it are dropped. The history before it still tells the
+    rate (the topics are the same): it is kept, shifted by the level lost in the replacement
+    (like a step), so a replacement does not leave the fit with a day or two of a weekend.
+    """
+    if values.size < 2:
+        return hours, values
+    # The hour's minimum shows the nearly empty new disk (re-replication refills it within
+    # hours, so the maximum may not); retention deletes a few percent, never most of it.
+    collapses = np.nonzero(
+        (lows[1:] < params.replacement_fraction * capacity)
+        & (values[:-1] > 3 * params.replacement_fraction * capacity)
+    )[0]
+    if collapses.size == 0:
+        return hours, values
+    collapse = collapses[-1] + 1
+    after = hours > hours[collapse] + params.replacement_settle_hours
+    before = np.arange(hours.size) < collapse
+    if np.count_nonzero(after) < 3 or np.count_nonzero(before) < 3:
+        return hours[after], values[after]
+    shifted = values.copy()
+    shifted[before] += replacement_shift(hours, values, before, after)
+    keep = before | after
+    return hours[keep], shifted[keep]
+
+
+def replacement_shift(
+    hours: FloatArray,
+    values: FloatArray,
+    before: npt.NDArray[np.bool_],
+    after: npt.NDArray[np.bool_],
+) -> float:
+    """The level a replacement lost: the day after it against the day before it, both
+    detrended at the median hourly rate of the surrounding history (medians over a day: the
+    tail of the re-replication and the daily cycle do not move them much)."""
+    pre = before & (hours > hours[before][-1] - 24.0)
+    post = after & (hours <= hours[after][0] + 24.0)
+    rates = np.concatenate(
+        [
+            np.diff(values[before]) / np.diff(hours[before]),
+            np.diff(values[after]) / np.diff(hours[after]),
+        ]
+    )
+    rate = float(np.median(rates))
+    post_level = float(np.median(values[post] - rate * hours[post]))
+    pre_level = float(np.median(values[pre] - rate * hours[pre]))
+    return post_level - pre_level

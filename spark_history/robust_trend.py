@@ -91,3 +91,65 @@ def without_daily_cycle(hours: FloatArray, values: FloatArray) -> FloatArray:
     cycle = design[:, 1:] @ coefficients[1:]
     deseasonalized: FloatArray = values - cycle
     return deseasonalized
+
+
+def backtest_rate_errors(
+    hours: FloatArray,
+    values: FloatArray,
+    fit_hours: float,
+    *,
+    every_hours: float = 6.0,
+    min_train_hours: float = 24.0,
+    level_hours: float = 6.0,
+) -> FloatArray:
+    """How far the fitted rate missed the growth that followed, inside this history.
+
+    Origins every ``every_hours`` back from the newest point: at each origin ``o``, the slope
+    is fitted as the forecast fits it (Theil-Sen on the last ``fit_hours`` before ``o``,
+    daily cycle removed) and compared with the growth realised from ``o`` to the newest
+    point: the change of the series' level (median of ``level_hours`` of the deseasonalized
+    series) divided by the hours between. Returns realised minus fitted rate, one per origin
+    (the newest origins first); the spread of these is what a rate fitted now can be expected
+    to miss by, rate changes (weekly cycles, acceleration) included.
+    """
+    if hours.size < 2:
+        return np.empty(0)
+    smooth = without_daily_cycle(hours, values)
+    end = float(hours[-1])
+    newest = hours > end - level_hours
+    end_hour, end_level = float(np.median(hours[newest])), float(np.median(smooth[newest]))
+    errors = []
+    origin = end - 2 * level_hours
+    while origin - hours[0] >= min_train_hours:
+        train = (hours <= origin) & (hours > origin - fit_hours)
+        at_origin = (hours <= origin) & (hours > origin - level_hours)
+        if np.count_nonzero(train) >= min_train_hours / 2 and np.any(at_origin):
+            fitted = theil_sen(hours[train], without_daily_cycle(hours[train], values[train]))
+            start_hour = float(np.median(hours[at_origin]))
+            realised = (end_level - float(np.median(smooth[at_origin]))) / (end_hour - start_hour)
+            errors.append(realised - fitted.slope)
+        origin -= every_hours
+    return np.asarray(errors, dtype=np.float64)
+
+
+def crossing_band(
+    remaining: float, slope: float, sigma_level: float, sigma_rate: float, z: float
+) -> tuple[float, float | None]:
+    """When a path ``slope * t`` with uncertainty ``sqrt(sigma_level^2 + (sigma_rate t)^2)``
+    crosses ``remaining``: (earliest, latest) at ``z`` standard deviations; latest None when
+    the rate may be zero at that confidence (the path may never cross).
+
+    Solves ``(remaining - slope t)^2 = z^2 (sigma_level^2 + sigma_rate^2 t^2)`` for t.
+    """
+    a = slope * slope - (z * sigma_rate) ** 2
+    c = remaining * remaining - (z * sigma_level) ** 2
+    if c <= 0:
+        low = 0.0
+    else:
+        disc = max(remaining * remaining * slope * slope - a * c, 0.0)
+        low = c / (remaining * slope + math.sqrt(disc))
+    if a <= 0:
+        return low, None
+    disc = max(remaining * remaining * slope * slope - a * c, 0.0)
+    high = (remaining * slope + math.sqrt(disc)) / a
+    return low, high

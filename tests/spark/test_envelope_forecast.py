@@ -10,10 +10,11 @@ import pytest
 from spark_history.envelope_forecast import (
     ForecastParams,
     Trend,
+    VolumeForecast,
     forecast_hourly,
     hourly_maxima,
 )
-from spark_history.robust_trend import theil_sen
+from spark_history.robust_trend import backtest_rate_errors, crossing_band, theil_sen
 
 pytestmark = pytest.mark.spark
 
@@ -135,3 +136,121 @@ def test_too_little_history_is_reported_as_such() -> None:
     result = forecast_hourly(*hourly_maxima(hours, 1000.0 * hours + 5e5), CAPACITY)
     assert result.trend is Trend.INSUFFICIENT_DATA
     assert result.hours_to_full is None
+
+
+def _band(result: VolumeForecast) -> tuple[float, float, float]:
+    assert result.trend is Trend.GROWING
+    assert result.hours_to_full is not None
+    assert result.hours_to_full_low is not None
+    assert result.hours_to_full_high is not None
+    return result.hours_to_full_low, result.hours_to_full, result.hours_to_full_high
+
+
+def test_a_noiseless_line_gets_a_tight_band_around_the_true_time() -> None:
+    hours = _minutes(7)
+    consumed = 500_000.0 + 2_000.0 * hours  # full in 250 h
+    low, point, high = _band(forecast_hourly(*hourly_maxima(hours, consumed), CAPACITY))
+    assert low <= point <= high
+    assert low >= 250.0 * 0.99
+    assert high <= 250.0 * 1.01
+
+
+def test_noise_widens_the_band_and_it_still_contains_the_point() -> None:
+    hours = _minutes(7)
+    line = 500_000.0 + 2_000.0 * hours
+    noise = np.random.default_rng(3).normal(0, 4_000.0, hours.size)
+    clean = _band(forecast_hourly(*hourly_maxima(hours, line), CAPACITY))
+    noisy = _band(forecast_hourly(*hourly_maxima(hours, line + noise), CAPACITY))
+    assert noisy[0] <= noisy[1] <= noisy[2]
+    assert noisy[2] - noisy[0] > 5 * (clean[2] - clean[0])
+    assert noisy[0] <= 250.0 <= noisy[2]
+
+
+def test_a_rate_that_changed_in_the_history_widens_the_band() -> None:
+    """Same last three days and noise; only the week before differs (steady, or half the
+    rate on alternate days): the back-tests see the rate change and the band widens."""
+    hours = _minutes(7)
+    noise = np.random.default_rng(4).normal(0, 300.0, hours.size)
+    steady = 500_000.0 + 2_000.0 * hours
+    day = np.floor(hours / 24.0)
+    rate = np.where((day % 2 == 0) & (hours < -72), 1_000.0, 2_000.0)
+    changing = 500_000.0 + np.cumsum(rate[::-1] * -1 / 60.0)[::-1] + 2_000.0 / 60.0
+    changing = changing - changing[-1] + 500_000.0
+    steady_band = _band(forecast_hourly(*hourly_maxima(hours, steady + noise), CAPACITY))
+    changing_band = _band(forecast_hourly(*hourly_maxima(hours, changing + noise), CAPACITY))
+    steady_width = steady_band[2] - steady_band[0]
+    assert changing_band[2] - changing_band[0] > 2 * steady_width
+
+
+def test_crossing_band_without_uncertainty_is_the_point_and_widens_with_it() -> None:
+    assert crossing_band(100.0, 2.0, 0.0, 0.0, 1.645) == pytest.approx((50.0, 50.0))
+    low, high = crossing_band(100.0, 2.0, 10.0, 0.2, 1.645)
+    assert high is not None
+    assert low < 50.0 < high
+    # Usage 10 below capacity with a level noise of 10: may be full already at 90%.
+    assert crossing_band(10.0, 2.0, 10.0, 0.0, 1.645)[0] == 0.0
+    # A rate error as large as the rate: the latest time is "never".
+    assert crossing_band(100.0, 2.0, 0.0, 2.0, 1.645)[1] is None
+
+
+def test_backtests_of_a_steady_line_miss_by_nothing_and_of_a_speed_up_by_the_change() -> None:
+    hours = np.arange(-167.5, 0.0, 1.0)
+    errors = backtest_rate_errors(hours, 1_000.0 * hours, 72.0)
+    assert errors.size >= 10
+    assert np.abs(errors).max() < 1e-6
+    # Twice the rate for the last 48 h: origins before then missed the speed-up.
+    faster = np.where(hours > -48, 2_000.0 * hours, 1_000.0 * hours - 48_000.0)
+    errors = backtest_rate_errors(hours, faster, 72.0)
+    assert errors.max() > 300.0
+    assert errors.min() > -1e-6
+
+
+def test_a_fill_within_hours_gets_a_band_as_wide_as_the_level_noise() -> None:
+    hours = _minutes(7)
+    noise = np.random.default_rng(6).normal(0, 3_000.0, hours.size)
+    consumed = 980_000.0 + 2_000.0 * hours + noise  # 10 h from full, noisy level
+    low, point, high = _band(forecast_hourly(*hourly_maxima(hours, consumed), CAPACITY))
+    assert low <= point <= high
+    # The rate's error is negligible over a few hours: the width is the level's noise.
+    assert high - low > 1.0
+
+
+@pytest.mark.parametrize("replaced_hours_ago", [20.0, 60.0])
+def test_a_replaced_disk_keeps_the_rate_of_the_history_before_it(
+    replaced_hours_ago: float,
+) -> None:
+    hours = _minutes(7)
+    rate = 1_000.0
+    line = 500_000.0 + rate * hours
+    # Replaced: down to 2%, then re-replication brings back 90% within hours. 20 h ago, the
+    # hours since (less the re-replication) are too few to forecast from on their own.
+    since = np.maximum(hours + replaced_hours_ago, 0.0)
+    lost = 500_000.0 - rate * replaced_hours_ago
+    refilled = 20_000.0 + 0.9 * lost * (1 - np.exp(-since / 2.0)) + rate * since
+    consumed = np.where(hours >= -replaced_hours_ago, refilled, line)
+    level = 20_000.0 + 0.9 * lost + rate * replaced_hours_ago
+    hourly = hourly_maxima(hours, consumed)
+    _, minima = hourly_maxima(hours, -consumed)
+    result = forecast_hourly(*hourly, CAPACITY, minima=-minima)
+    assert result.trend is Trend.GROWING
+    assert result.steps == 0
+    assert result.drops == 0
+    # Within 10%: the tail of the re-replication, past the 8 h skipped, tilts the join a bit.
+    assert result.hours_to_full == pytest.approx((CAPACITY - level) / rate, rel=0.1)
+    # The history before the replacement takes part: a finite band, around the truth.
+    low, _, high = _band(result)
+    assert low <= (CAPACITY - level) / rate <= high
+    assert high - low < 0.5 * (CAPACITY - level) / rate
+
+
+def test_slower_growth_across_a_gap_is_not_a_retention_drop() -> None:
+    """A weekend inside a 48 h hole: usage grew, less than the weekday rate says."""
+    hours = np.concatenate([np.arange(-167.5, -50.0, 1.0), np.arange(-1.5, 0.0, 1.0)])
+    hours = np.concatenate([hours[:-2], np.arange(-12.5, 0.0, 1.0)])
+    consumed = np.where(hours < -50.0, 400_000.0 + 2_000.0 * (hours + 50.0), 0.0)
+    after = hours > -50.0
+    consumed[after] = 430_000.0 + 2_000.0 * (hours[after] + 12.5)
+    result = forecast_hourly(hours, consumed, CAPACITY)
+    assert result.drops == 0
+    assert result.trend is Trend.GROWING
+    assert result.hours_to_full is not None
