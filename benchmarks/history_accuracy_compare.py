@@ -2,7 +2,9 @@
 
 Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed on); generator
 2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
-replacement, resize, gaps, full volumes, retired brokers, duplicates, a skewed clock). The
+replacement, resize, gaps, full volumes, retired brokers, duplicates, a skewed clock), written
+after reading the forecast; generator 3 is ``benchmarks.history_scenarios_blind``, written
+without reading it (Kafka topic streams with segment retention and the same kinds of events). The
 envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
 checks they agree). Scored per method, in the same run:
 
@@ -25,12 +27,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
 
-from benchmarks import history_scenarios
+from benchmarks import history_scenarios, history_scenarios_blind
 from benchmarks.machine import describe_machine
 from spark_history import synthetic
 from spark_history.envelope_forecast import ForecastParams
@@ -159,15 +161,26 @@ def first_generator(
     return frame, None, cases, config.at
 
 
-def second_generator(
-    seed: int, volumes: int, horizon: float
+class ScenarioModule(Protocol):
+    """``history_scenarios`` and ``history_scenarios_blind``: the same interface."""
+
+    AT: datetime
+
+    def generate(
+        self, seed: int, volumes: int, horizon_hours: float
+    ) -> tuple[pd.DataFrame, pd.DataFrame, Sequence[Any]]: ...
+
+
+def scenario_generator(
+    module: ScenarioModule, seed: int, volumes: int, horizon: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
-    frame, tombstones, truths = history_scenarios.generate(seed, volumes, horizon)
+    """Generator 2 (``history_scenarios``) or 3 (``history_scenarios_blind``, written blind)."""
+    frame, tombstones, truths = module.generate(seed, volumes, horizon)
     cases = {
         (truth.broker_id, truth.volume_name): Case(truth.kind, truth.fill_hours, truth.retired)
         for truth in truths
     }
-    return frame, tombstones, cases, history_scenarios.AT
+    return frame, tombstones, cases, module.AT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,7 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     generators = {
         "1 (synthetic.py)": first_generator(arguments.seed, arguments.volumes),
-        "2 (history_scenarios.py)": second_generator(arguments.seed, arguments.volumes, horizon),
+        "2 (history_scenarios.py)": scenario_generator(
+            history_scenarios, arguments.seed, arguments.volumes, horizon
+        ),
+        "3 (history_scenarios_blind.py, blind)": scenario_generator(
+            history_scenarios_blind, arguments.seed, arguments.volumes, horizon
+        ),
     }
     for name, (frame, tombstones, cases, at) in generators.items():
         stamp = pd.Timestamp(at)
