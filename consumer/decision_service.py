@@ -110,7 +110,8 @@ class DecisionService:
         self._next_write_attempt = 0.0
         self._caught_up_once = False
         self._quiet_since: float | None = None
-        """When the reader last read a record, was reconnected or was (re)assigned."""
+        """When the reader last read a record or was reconnected; None until the first step
+        caught up on the current source."""
         self.last_step_at: float | None = None
         self.current = CurrentDecision(state.decide(clock.wall(), not_ready="starting"))
 

@@ -85,8 +85,9 @@ class KafkaSnapshotSink:
     def _new_producer(self, bootstrap_servers: str) -> Producer:
         self._fatal = False
         self.bootstrap_servers = bootstrap_servers
-        config = {**self._config, "bootstrap.servers": bootstrap_servers}
-        return Producer({**config, "error_cb": self._client_error})
+        return Producer(
+            {**self._config, "bootstrap.servers": bootstrap_servers, "error_cb": self._client_error}
+        )
 
     def _client_error(self, error: KafkaError) -> None:
         if error.fatal():

@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from publisher.topic_requirements import TopicRequirements
 from publisher.topic_setup import TopicAdmin, TopicGuard, TopicOutcome, check_topic
+from tests.support import wait_for
 
 REQUIREMENTS = TopicRequirements(name="snapshots")
 
@@ -245,15 +246,6 @@ def test_guard_stop_interrupts_the_backoff() -> None:
     assert stopped.wait(5)
 
 
-def wait_until(condition: Any, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def test_a_running_guard_recreates_a_deleted_topic_compacted() -> None:
     admin = FakeAdmin(topics={"snapshots": {"cleanup.policy": "compact"}})
     guard = TopicGuard(lambda: admin, REQUIREMENTS, create=True, recheck_seconds=0.02)  # type: ignore[arg-type, return-value]
@@ -262,7 +254,7 @@ def test_a_running_guard_recreates_a_deleted_topic_compacted() -> None:
         assert guard.ready.wait(5)
         assert admin.created == []
         del admin.topics["snapshots"]
-        assert wait_until(lambda: "snapshots" in admin.topics)
+        wait_for(lambda: "snapshots" in admin.topics, 5, "the topic recreated")
         (recreated,) = admin.created
         assert recreated.config["cleanup.policy"] == "compact"
         assert guard.ready.is_set()
@@ -279,7 +271,7 @@ def test_a_running_guard_reports_a_policy_changed_from_compact_and_its_repair() 
         assert guard.ready.wait(5)
         assert not guard.misconfigured_now
         admin.topics["snapshots"]["cleanup.policy"] = "delete"
-        assert wait_until(lambda: guard.misconfigured_now)
+        wait_for(lambda: guard.misconfigured_now, 5, "the wrong policy reported")
         assert not guard.ready.is_set()
         assert guard.problem is not None
         assert "cleanup.policy=delete" in guard.problem
@@ -287,7 +279,7 @@ def test_a_running_guard_reports_a_policy_changed_from_compact_and_its_repair() 
         assert guard.misconfiguration is None
         assert guard._thread.is_alive()
         admin.topics["snapshots"]["cleanup.policy"] = "compact"
-        assert wait_until(guard.ready.is_set)
+        wait_for(guard.ready.is_set, 5, "the guard ready again")
         assert not guard.misconfigured_now
         assert guard.problem is None
     finally:
@@ -301,7 +293,7 @@ def test_a_running_guard_without_create_reports_a_deleted_topic() -> None:
     try:
         assert guard.ready.wait(5)
         del admin.topics["snapshots"]
-        assert wait_until(lambda: not guard.ready.is_set())
+        wait_for(lambda: not guard.ready.is_set(), 5, "the missing topic reported")
         assert guard.problem is not None
         assert "does not exist and create_topic is off" in guard.problem
         assert admin.created == []
