@@ -70,7 +70,7 @@ from tests.faults.data_harness import (
     wait_for_decision,
 )
 from tests.real_broker.kafka_helpers import produce
-from tests.real_fs.real_mounts import Mounts, fill, statvfs_sizes
+from tests.real_fs.real_mounts import Mounts, fill, fill_to_the_last_byte, statvfs_sizes
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.real_fs]
 
@@ -598,8 +598,8 @@ def test_a_burst_between_two_samples_is_paused_before_the_volume_fills(
 
 
 def fill_up(directory: Path) -> None:
-    """Leave no byte free (tmpfs gives out exactly what statvfs reports)."""
-    fill(directory, "filler-rest.bin", statvfs_sizes(directory)[1])
+    """Leave no byte free, even while the broker goes on appending to the volume."""
+    fill_to_the_last_byte(directory, "filler-rest.bin")
     assert statvfs_sizes(directory)[1] == 0
 
 

@@ -6,6 +6,7 @@ to a lazy unmount so a file left open cannot leave a mount behind.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from pathlib import Path
@@ -96,6 +97,27 @@ def fill(directory: Path, name: str, size: int) -> Path:
             written = file.write(chunk[: min(remaining, len(chunk))])
             remaining -= written
         file.flush()
+        os.fsync(file.fileno())
+    return path
+
+
+def fill_to_the_last_byte(directory: Path, name: str) -> Path:
+    """Write until the filesystem refuses, so nothing is left even if others write meanwhile.
+
+    Sizing one write from statvfs races with any other writer (a broker appending to its
+    segments between the measurement and the write), so this writes until ENOSPC, halving
+    the chunk down to one byte, with unbuffered I/O so no refused tail is lost in a buffer.
+    """
+    path = directory / name
+    chunk = 1024 * 1024
+    with path.open("ab", buffering=0) as file:
+        while chunk >= 1:
+            try:
+                file.write(b"\xa5" * chunk)
+            except OSError as error:
+                if error.errno != errno.ENOSPC:
+                    raise
+                chunk //= 2
         os.fsync(file.fileno())
     return path
 
