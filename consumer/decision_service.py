@@ -241,6 +241,8 @@ class DecisionService:
                 quiet_seconds=quiet_limit,
                 bootstrap=address,
             )
+            if self._overrides is not None:  # no heartbeat of its own: rebuilt alongside
+                self._overrides.reconnect()
 
     def _read_available(self, moment: float) -> None:
         # While catching up, every object made is kept (the cluster state) or freed by

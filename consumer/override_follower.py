@@ -61,6 +61,25 @@ class OverrideFollower:
         """The topic was read to its end, or does not exist (no override was ever set)."""
         return self._absent or self._source.caught_up
 
+    def reconnect(self) -> str | None:
+        """Rebuild the reader through another broker, resuming where it was (see
+        ``SnapshotTopicReader.reconnect``); returns that broker's address, None when there was
+        nothing to rebuild or it failed.
+
+        The override topic has no heartbeat, so a reader stuck on a leader cut off from its
+        peers cannot be told from a topic nobody writes: the decision loop calls this when the
+        snapshot reader, which has one, found the cluster link broken."""
+        if not self._source.assigned:
+            return None
+        try:
+            address = self._source.reconnect(self._lookup_timeout_seconds)
+        except Exception as error:  # a new client could not be made: the next quiet spell retries
+            log.warning("reconnecting the override reader failed", error=str(error))
+            return None
+        if address is not None:
+            log.warning("override reader reconnected through another broker", bootstrap=address)
+        return address
+
     def replace_source(self, source: SnapshotSource) -> None:
         self._source = source
         self._next_attempt = 0.0

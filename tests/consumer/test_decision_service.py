@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming, SignaturePolicy
+from consumer.override_follower import OverrideFollower
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import TopicRecord
@@ -72,6 +73,7 @@ class Harness:
         on_missing: OnMissing = OnMissing.PAUSE,
         signatures: SignaturePolicy | None = None,
         reconnect_when_quiet: float | None = None,
+        overrides: OverrideFollower | None = None,
         **kw: int,
     ) -> None:
         self.now = NOON + timedelta(seconds=1)
@@ -92,6 +94,7 @@ class Harness:
                 reconnect_when_quiet_seconds=reconnect_when_quiet,
             ),
             signatures=signatures or SignaturePolicy(),
+            overrides=overrides,
         )
 
     def wall(self) -> datetime:
@@ -304,6 +307,23 @@ def test_a_reader_that_reads_nothing_for_the_quiet_limit_is_reconnected_once_per
     harness.now += timedelta(seconds=1.5)
     harness.service.step()
     assert harness.topic.reconnects == 2
+
+
+def test_the_override_reader_is_rebuilt_with_the_snapshot_reader() -> None:
+    # The override topic has no heartbeat: a reader stuck on a cut-off leader reads nothing,
+    # just like one on a topic nobody writes, so it follows the snapshot reader's lead.
+    override_topic = ScriptedTopic([])
+    follower = OverrideFollower(override_topic, CollectorRegistry())
+    harness = Harness(
+        [record(0), record(1), record(2)], reconnect_when_quiet=5.0, overrides=follower
+    )
+    harness.service.step()
+    harness.now += timedelta(seconds=4)
+    harness.service.step()
+    assert override_topic.reconnects == 0
+    harness.now += timedelta(seconds=1.5)
+    harness.service.step()
+    assert (harness.topic.reconnects, override_topic.reconnects) == (1, 1)
 
 
 def test_records_arriving_keep_the_reader_from_reconnecting() -> None:

@@ -112,8 +112,14 @@ class Topic:
         batch, self.pending = self.pending, []
         yield from batch
 
+    reconnects = 0
+    fail_reconnect = False
+
     def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
-        raise AssertionError("the override follower never reconnects its reader")
+        if self.fail_reconnect:
+            raise RuntimeError("cannot create a consumer")
+        self.reconnects += 1
+        return f"broker-{self.reconnects}:9093"
 
 
 def test_the_follower_sees_the_first_override_ever_within_its_retry_interval() -> None:
@@ -134,3 +140,27 @@ def test_the_follower_sees_the_first_override_ever_within_its_retry_interval() -
     topic.pending.append(TopicRecord(b"cluster", None, 0, 1))
     assert follower.current(3.0, NOON + timedelta(seconds=2)) is None
     assert registry.get_sample_value("volume_quota_override_active", {"state": "PAUSE"}) == 0
+
+
+def test_the_follower_rebuilds_its_reader_only_once_it_has_one() -> None:
+    topic = Topic()
+    follower = OverrideFollower(topic, CollectorRegistry())
+    assert follower.reconnect() is None  # not assigned yet: nothing to rebuild
+    assert topic.reconnects == 0
+    topic.exists = True
+    follower.current(0.0, NOON)
+    assert follower.reconnect() == "broker-1:9093"
+    assert topic.reconnects == 1
+
+
+def test_a_failed_rebuild_of_the_override_reader_leaves_the_follower_working() -> None:
+    topic = Topic()
+    topic.exists = True
+    follower = OverrideFollower(topic, CollectorRegistry())
+    follower.current(0.0, NOON)
+    topic.fail_reconnect = True
+    assert follower.reconnect() is None
+    topic.pending.append(TopicRecord(b"cluster", record(state="PAUSE"), 0, 0))
+    forced = follower.current(1.0, NOON + timedelta(seconds=1))
+    assert forced is not None
+    assert forced.state is QuotaState.PAUSE
