@@ -15,7 +15,8 @@ checks they agree). Scored per method, in the same run:
   [hoursToFullLow, hoursToFullHigh] (the band named 90%);
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
-Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]``.
+Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S] [--generators 1,2,3]``
+(``--generators 1,2`` skips generator 3 without importing its module).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 import pandas as pd
 
-from benchmarks import history_scenarios, history_scenarios_blind
+from benchmarks import history_scenarios
 from benchmarks.machine import describe_machine
 from spark_history import synthetic
 from spark_history.envelope_forecast import ForecastParams
@@ -183,10 +184,50 @@ def scenario_generator(
     return frame, tombstones, cases, module.AT
 
 
+def third_generator(
+    seed: int, volumes: int, horizon: float
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
+    """Generator 3, imported only when asked for (``--generators`` may leave it out)."""
+    from benchmarks import history_scenarios_blind  # noqa: PLC0415 - lazy on purpose
+
+    return scenario_generator(history_scenarios_blind, seed, volumes, horizon)
+
+
+def _generator_names(text: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in ("1", "2", "3")]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"generators must be among 1,2,3, got {text!r}")
+    return chosen
+
+
+_GENERATOR_NAMES = {
+    "1": "1 (synthetic.py)",
+    "2": "2 (history_scenarios.py)",
+    "3": "3 (history_scenarios_blind.py, blind)",
+}
+
+
+def _build(
+    key: str, seed: int, volumes: int, horizon: float
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[Key, Case], datetime]:
+    if key == "1":
+        return first_generator(seed, volumes)
+    if key == "2":
+        return scenario_generator(history_scenarios, seed, volumes, horizon)
+    return third_generator(seed, volumes, horizon)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--volumes", type=int, default=160)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--generators",
+        type=_generator_names,
+        default=["1", "2", "3"],
+        help="comma-separated generators to run (default 1,2,3)",
+    )
     arguments = parser.parse_args(argv)
     params = ForecastParams()
     horizon = params.horizon_hours
@@ -197,13 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     generators = {
-        "1 (synthetic.py)": first_generator(arguments.seed, arguments.volumes),
-        "2 (history_scenarios.py)": scenario_generator(
-            history_scenarios, arguments.seed, arguments.volumes, horizon
-        ),
-        "3 (history_scenarios_blind.py, blind)": scenario_generator(
-            history_scenarios_blind, arguments.seed, arguments.volumes, horizon
-        ),
+        _GENERATOR_NAMES[key]: _build(key, arguments.seed, arguments.volumes, horizon)
+        for key in sorted(set(arguments.generators))
     }
     for name, (frame, tombstones, cases, at) in generators.items():
         stamp = pd.Timestamp(at)

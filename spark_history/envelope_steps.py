@@ -18,7 +18,7 @@ import numpy.typing as npt
 from spark_history.robust_trend import FloatArray
 
 if TYPE_CHECKING:
-    from spark_history.envelope_forecast import ForecastParams
+    from spark_history.forecast_types import ForecastParams
 
 
 def remove_steps(
@@ -67,8 +67,9 @@ def remove_steps(
 class Teeth:
     """The envelope cut at retention drops: peaks of whole teeth, and where usage is now."""
 
-    complete: FloatArray
-    """2 x k array: (hour, value) of the peak of each tooth bounded by drops on both sides."""
+    peaks: FloatArray
+    """2 x k array: (hour, value) of the peak of each tooth that ended in a drop (the whole
+    teeth, and the first one even if the window cut its start: it still ended at its top)."""
     previous_peak: float
     """Highest point before the last drop."""
     tail_peak: float
@@ -81,14 +82,14 @@ class Teeth:
 def teeth_of(hours: FloatArray, values: FloatArray, drop_mask: npt.NDArray[np.bool_]) -> Teeth:
     boundaries = np.nonzero(drop_mask)[0]
     peaks = []
-    for start, end in itertools.pairwise(boundaries):
+    for start, end in itertools.pairwise([0, *boundaries.tolist()]):
         best = int(np.argmax(values[start:end])) + int(start)
         peaks.append((hours[best], values[best]))
-    complete = np.asarray(peaks, dtype=np.float64).T.reshape(2, len(peaks))
+    tops = np.asarray(peaks, dtype=np.float64).T.reshape(2, len(peaks))
     last = int(boundaries[-1])
     drop_sizes = values[boundaries - 1] - values[boundaries]
     return Teeth(
-        complete,
+        tops,
         float(values[:last].max()),
         float(values[last:].max()),
         float(hours[last]),

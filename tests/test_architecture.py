@@ -49,6 +49,12 @@ PURE_MODULES = (
     "volume_quota/server_properties",
     "volume_quota/kafka_client_config",
     "volume_quota/certificate_inspection",
+    "spark_history/forecast_types",
+    "spark_history/robust_trend",
+    "spark_history/envelope_steps",
+    "spark_history/envelope_band",
+    "spark_history/growth_evidence",
+    "spark_history/envelope_forecast",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""
 

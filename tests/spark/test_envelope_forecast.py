@@ -80,14 +80,30 @@ def test_plateau_after_retention_is_not_a_fill() -> None:
     assert result.trend in (Trend.FLAT, Trend.PLATEAU)
 
 
-@pytest.mark.parametrize("knee_hours_ago", [10.0, 20.0, 40.0])
-def test_a_recent_knee_is_not_a_fill(knee_hours_ago: float) -> None:
+def _knee(knee_hours_ago: float) -> VolumeForecast:
     hours = _minutes(7)
     consumed = np.minimum(300_000.0 + 2_000.0 * (hours + 168), 636_000.0 - 2_000.0 * knee_hours_ago)
     noise = np.random.default_rng(5).normal(0, 300.0, hours.size)
-    result = forecast_hourly(*hourly_maxima(hours, consumed + noise), CAPACITY)
+    return forecast_hourly(*hourly_maxima(hours, consumed + noise), CAPACITY)
+
+
+@pytest.mark.parametrize("knee_hours_ago", [40.0, 60.0])
+def test_growth_stopped_for_longer_than_a_weekend_is_a_plateau(knee_hours_ago: float) -> None:
+    result = _knee(knee_hours_ago)
     assert result.hours_to_full is None
-    assert result.trend in (Trend.PLATEAU, Trend.FLAT)
+    assert result.trend is Trend.PLATEAU
+
+
+@pytest.mark.parametrize("knee_hours_ago", [10.0, 20.0, 30.0])
+def test_a_stop_shorter_than_stop_hours_keeps_the_fill_time(knee_hours_ago: float) -> None:
+    """A few flat hours cannot be told from a night or a weekend: the fill time stands, at
+    the rate before (full in (1e6 - 636e3) / 2e3 = 182 h), and a stop as long as a daily
+    cycle leaves the band's late side open."""
+    result = _knee(knee_hours_ago)
+    assert result.trend is Trend.GROWING
+    assert result.hours_to_full == pytest.approx(182.0, rel=0.05)
+    if knee_hours_ago >= 20.0:
+        assert result.hours_to_full_high is None
 
 
 def test_retention_sawtooth_is_not_a_fill() -> None:
