@@ -33,14 +33,16 @@ from tests.e2e.pause_figures import (
     ROW_HEADER,
     ProducerFigures,
     paused_principal_rate,
+    principal_recovery_s,
     producer_figures,
 )
 
 SUMMARY_HEADER = (
     "| client | N | longest stall (s), producer | longest throttle from the broker (s), producer | "
-    "slowest back to 90 % (s), producer | oldest record at ack (s) | records failed | "
+    "slowest back to 90 % (s), producer | principal back to 90 % (s) | "
+    "oldest record at ack (s) | records failed | "
     "paused rate, 2nd half (KiB/s) | principal floor F (KiB/s) |\n"
-    "|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -52,11 +54,13 @@ def summary(
     slowest = max(rows, key=lambda row: 1e9 if row.recovery_s is None else row.recovery_s)
     recovery = "never" if slowest.recovery_s is None else f"{slowest.recovery_s:.1f}"
     paused = paused_principal_rate(group.windows(), run.paused_at, run.opened_at)
+    together = principal_recovery_s(group.windows(), run.paused_at, run.opened_at)
     floor = min(base_rate, max(256 * 1024, group.connections * 1024 * 1024 / 12))
     return (
         f"| {group.client} | {group.connections} | {stall.longest_stall_s:.1f} "
         f"(#{stall.producer}) | {throttle.longest_throttle_s:.1f} (#{throttle.producer}) | "
         f"{recovery} (#{slowest.producer}) | "
+        f"{'never' if together is None else f'{together:.1f}'} | "
         f"{max(row.max_latency_s for row in rows):.1f} | {sum(row.failed for row in rows)} | "
         f"{paused / 1024:.0f} | {floor / 1024:.0f} |"
     )

@@ -131,3 +131,17 @@ def paused_principal_rate(
     """The principal's acked bytes/s over the second half of the PAUSE."""
     start, end = (paused_at + opened_at) / 2 * 1000, opened_at * 1000
     return sum(rate(windows, start, end) for windows in per_producer.values())
+
+
+def principal_recovery_s(
+    per_producer: dict[int, list[Window]], paused_at: float, opened_at: float
+) -> float | None:
+    """Seconds from OPEN until the principal's total rate over 5 s is >= 90 % of its total
+    over the 20 s before the PAUSE (the issue's "back to 90 %", summed over its connections)."""
+    pause_ms, open_ms = paused_at * 1000, opened_at * 1000
+    merged = sorted(
+        (window for windows in per_producer.values() for window in windows),
+        key=lambda window: window.t,
+    )
+    baseline = rate(merged, pause_ms - BASELINE_S * 1000, pause_ms)
+    return recovery_s(merged, open_ms, baseline, open_ms + (JUDGED_AFTER_OPEN_S + 30) * 1000)

@@ -510,6 +510,17 @@ class PauseBoundSimulationTest {
      */
     Delivery simulateBuffered(int connections, int requestBytes, double wantedTotal, long pauseMs)
             throws IOException {
+        return simulateBuffered(connections, requestBytes, requestBytes, wantedTotal, pauseMs);
+    }
+
+    /**
+     * As above, but a connection sends as soon as it has {@code smallestRequest} bytes queued
+     * (a record, then linger.ms), up to {@code requestBytes} (batch.size) per request: requests
+     * are small while the producer keeps up and grow to {@code requestBytes} once a throttle
+     * lets a backlog form, as a real producer's do.
+     */
+    Delivery simulateBuffered(int connections, int smallestRequest, int requestBytes, double wantedTotal,
+                              long pauseMs) throws IOException {
         TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
         long start = clock.millis();
         Path file = dir.resolve("decision-" + System.nanoTime() + ".json");
@@ -546,7 +557,7 @@ class PauseBoundSimulationTest {
                 int who = -1;
                 double next = nextTick;
                 for (int i = 0; i < connections; i++) {
-                    double ready = Math.max(mutedUntil[i], buffers[i].timeWhenQueued(requestBytes));
+                    double ready = Math.max(mutedUntil[i], buffers[i].timeWhenQueued(smallestRequest));
                     if (ready < next) {
                         next = ready;
                         who = i;
@@ -573,8 +584,9 @@ class PauseBoundSimulationTest {
                 ProducerBuffer buffer = buffers[who];
                 buffer.advance(now);
                 maxAge = Math.max(maxAge, (long) (now - buffer.createdAt(buffer.sent)));
-                buffer.send(requestBytes, now);
-                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, requestBytes, now);
+                double request = Math.min(requestBytes, Math.floor(buffer.created - buffer.sent));
+                buffer.send(request, now);
+                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, request, now);
                 maxThrottle = Math.max(maxThrottle, throttle);
                 mutedUntil[who] = now + Math.max(0, throttle);
             }
@@ -616,6 +628,30 @@ class PauseBoundSimulationTest {
                 assertTrue(d.oldestUnsentAtEndMs() < 120_000, () -> "a record left to expire: " + what);
                 assertTrue(d.maxBlockedMs() < 60_000, () -> "send() blocked beyond max.block.ms: " + what);
             }
+        }
+    }
+
+    /**
+     * Requests as a real producer makes them: one 16 KiB record per request while it keeps up
+     * (0.8 x base shared by N connections), growing to full 1 MiB batches once throttles let a
+     * backlog form. The callback's request size follows the broker's measurements, so it sees
+     * small requests when the PAUSE begins and large ones a few seconds later.
+     */
+    @Test
+    void boundHoldsWhenRequestsGrowFromRecordsToFullBatches() throws IOException {
+        for (int connections : new int[] {1, 8, 32}) {
+            Delivery d = simulateBuffered(connections, 16 * 1024, 1024 * 1024, 0.8 * BASE, PAUSE_MS);
+            String what = connections + " x 16 KiB..1 MiB: " + d;
+            NOTES.add(String.format(Locale.ROOT, "Requests growing from 16 KiB records to 1 MiB batches, %d"
+                            + " connections, 0.8 x base, PAUSE 60 s: longest throttle %.1f s, oldest record at send"
+                            + " %.1f s, longest blocked send() %.1f s.", connections, d.maxThrottleMs() / 1000.0,
+                    d.maxRecordAgeMs() / 1000.0, d.maxBlockedMs() / 1000.0));
+            if (Boolean.getBoolean("sim.noAssert")) {
+                continue;
+            }
+            assertTrue(d.maxThrottleMs() <= 30_000, () -> "longest throttle over 30 s: " + what);
+            assertTrue(d.maxRecordAgeMs() < 120_000, () -> "a record older than delivery.timeout.ms: " + what);
+            assertTrue(d.maxBlockedMs() < 60_000, () -> "send() blocked beyond max.block.ms: " + what);
         }
     }
 
