@@ -84,7 +84,7 @@ class Credentials(Protocol):
     @property
     def last_problem(self) -> str | None: ...
 
-    def rotated(self) -> object | None: ...
+    def rotated(self, now: datetime) -> object | None: ...
 
     def sign(self, key: bytes, value: bytes | None) -> list[tuple[str, bytes]]:
         """The record headers that sign this message (``schemas.signature``)."""
@@ -260,11 +260,11 @@ class PublicationLoop:
     def _take_rotated_credentials(self) -> None:
         if self._credentials is None:
             return
-        rotation = self._credentials.rotated()
+        rotation = self._credentials.rotated(self._clock.wall())
         if rotation is None:
             if self._credentials.last_problem is not None:
                 log.warning(
-                    "TLS files changed but are not usable yet; keeping the current producer",
+                    "TLS files changed but are not usable; keeping the current producer",
                     error=self._credentials.last_problem,
                 )
             return

@@ -22,6 +22,7 @@ from volume_quota.certificate_inspection import (
     CertificateSummary,
     check_key_matches_certificate,
     count_certificates,
+    refusal_of_rotation,
     summarize_certificate,
 )
 
@@ -126,9 +127,10 @@ class TlsCredentials:
         """Record headers signing a message with the current key (``schemas.signature``)."""
         return self._signer.headers(key, value)
 
-    def rotated(self) -> Rotation | None:
+    def rotated(self, now: datetime) -> Rotation | None:
         """A usable new set of files since the last one taken, else None (unchanged, or
-        changed but not usable yet: ``last_problem`` says why, once per change)."""
+        changed but not usable: ``last_problem`` says why, once per change). An expired
+        certificate is not usable (``refusal_of_rotation``)."""
         changed = self._watch.changed()
         self.last_problem = None
         if changed is None or changed == self._rejected:
@@ -138,6 +140,11 @@ class TlsCredentials:
         except (CertificateError, OSError) as error:
             self._rejected = changed
             self.last_problem = str(error)
+            return None
+        refusal = refusal_of_rotation(summary, now)
+        if refusal is not None:
+            self._rejected = changed
+            self.last_problem = refusal
             return None
         self._watch.accept(changed)
         self._rejected = None

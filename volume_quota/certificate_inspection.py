@@ -43,6 +43,21 @@ def seconds_until_expiry(summary: CertificateSummary, now: datetime) -> float:
     return (summary.not_after - now).total_seconds()
 
 
+def refusal_of_rotation(new: CertificateSummary, now: datetime) -> str | None:
+    """Why a rotated certificate must not replace the one in use, or None to take it.
+
+    An expired certificate can never connect: taking it would drop clients that work for
+    ones the brokers refuse (a renewal that wrote an old file back, a clock-skewed issuer).
+    Keeping the working clients keeps the broker's snapshots flowing until a usable renewal
+    arrives or the old certificate expires too."""
+    if new.not_after <= now:
+        return (
+            f"the new certificate ({new.subject}) expired at {new.not_after.isoformat()}: "
+            "keeping the one in use"
+        )
+    return None
+
+
 def check_key_matches_certificate(
     certificate_pem: bytes, key_pem: bytes, password: bytes | None = None
 ) -> None:

@@ -8,10 +8,13 @@ second decider (``decide`` as ``consumer``, good certificates) stands for every 
 What must happen (docs/decision-rule.md, docs/reliability.md):
 - a rotation to a good certificate is picked up by both roles without a restart, and the
   decision never leaves OPEN (no fail-safe, no missed heartbeat);
-- with a certificate the brokers refuse (expired, another CA) or a CA bundle that does not
-  verify the brokers, the sidecar can neither publish nor read: its broker's snapshot goes stale,
-  every decider fails safe (PAUSE, the broker unknown), the broker's callback applies PAUSE, and
-  the sidecar says so (/readyz); it keeps running, and a good renewal heals it without a restart.
+- a rotation to an expired certificate is refused by both roles (it could never connect): they
+  keep their working clients, say so once in the log, and nothing fails safe; a good renewal
+  after it is taken;
+- with a certificate the brokers refuse (another CA) or a CA bundle that does not verify the
+  brokers, the sidecar can neither publish nor read: its broker's snapshot goes stale, every
+  decider fails safe (PAUSE, the broker unknown), the broker's callback applies PAUSE, and the
+  sidecar says so (/readyz); it keeps running, and a good renewal heals it without a restart.
 """
 
 from __future__ import annotations
@@ -214,9 +217,6 @@ def callback_pauses(log: CallbackLog) -> bool:
 
 def bad_files(cluster: CertCluster, fault: str) -> tuple[IdentityFiles, Path | None]:
     """The files a botched renewal leaves: (identity, CA bundle instead of the identity's)."""
-    if fault == "expired":
-        expired = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-        return cluster.issue(not_after=expired), None
     if fault == "another_ca":
         return cluster.issue(f"rogue-{IDENTITY}"), None
     # The client's CA bundle is another CA's: the client refuses the brokers' certificates.
@@ -227,8 +227,56 @@ OWN_FILE_EXPIRED_S: dict[str, float] = {}
 """Per fault: how long the sidecar's own decision file was past its validUntil."""
 
 
+REFUSED_BY_PUBLISHER = "TLS files changed but are not usable; keeping the current producer"
+REFUSED_BY_DECIDER = "rotated TLS files refused; keeping the Kafka clients"
+
+
+@pytest.mark.timeout(120)
+def test_a_rotation_to_an_expired_certificate_is_refused_and_nothing_fails_safe(
+    cluster: CertCluster,
+) -> None:
+    sidecar = cluster.sidecar
+    rebuilt = "volume_quota_publisher_certificate_reloads_total"
+    reloads = sidecar.metric(rebuilt) or 0
+    seen_before = len(sidecar.events())
+    cluster.callback_log.mark()
+    swapped = time.monotonic()
+    expired = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    cluster.tls.install(cluster.issue(not_after=expired))
+
+    def refusals() -> list[dict[str, object]]:
+        return [
+            event
+            for event in sidecar.events()[seen_before:]
+            if event.get("event") in (REFUSED_BY_PUBLISHER, REFUSED_BY_DECIDER)
+        ]
+
+    wait_for("both roles to refuse the expired certificate", lambda: len(refusals()) >= 2, 20)
+    refused = time.monotonic() - swapped
+    time.sleep(STALE_AFTER_S + 5)  # a certificate taken would have failed safe by now
+    events = refusals()
+    assert {event["event"] for event in events} == {REFUSED_BY_PUBLISHER, REFUSED_BY_DECIDER}
+    assert len(events) == 2, f"refused once per change, not once per turn: {events}"
+    assert all("expired" in str(event.get("error")) for event in events), events
+    for trace in (cluster.own, cluster.others):
+        seen = trace.labels(swapped)
+        assert seen == ["OPEN"], f"{trace.path.name} went through {seen}"
+    assert not cluster.callback_log.applied(QuotaState.PAUSE)
+    assert sidecar.ready()[0], sidecar.ready()[1]
+    assert sidecar.metric(rebuilt) == reloads, "the producer was not rebuilt"
+    remaining = sidecar.metric("volume_quota_client_certificate_remaining_seconds")
+    assert remaining is not None
+    assert remaining > 0, "the certificate in use is still the valid one"
+
+    renewed = time.monotonic()
+    cluster.tls.install(cluster.issue())
+    wait_for("the renewal after it taken", lambda: sidecar.metric(rebuilt) == reloads + 1, 20)
+    FIGURES.record("cert_expired_rotation_refused_by_both_roles_s", refused)
+    FIGURES.record("cert_renewal_after_refused_taken_s", time.monotonic() - renewed)
+
+
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("fault", ["expired", "another_ca", "wrong_ca_bundle"])
+@pytest.mark.parametrize("fault", ["another_ca", "wrong_ca_bundle"])
 def test_a_refused_certificate_fails_safe_everywhere_and_a_renewal_heals_it(
     cluster: CertCluster, fault: str
 ) -> None:
@@ -252,10 +300,6 @@ def test_a_refused_certificate_fails_safe_everywhere_and_a_renewal_heals_it(
     assert to_others is not None
     assert sidecar.running, "a refused certificate does not stop the sidecar"
     why = sidecar.ready()[1]
-    if fault == "expired":
-        remaining = sidecar.metric("volume_quota_client_certificate_remaining_seconds")
-        assert remaining is not None
-        assert remaining < 0, "the metric says the certificate expired"
     seen = cluster.others.labels(swapped)
     assert "OPEN" not in seen[1:], f"no OPEN after the fail-safe: {seen}"
     own_seen = cluster.own.labels(swapped)

@@ -6,11 +6,19 @@ from pathlib import Path
 import pytest
 
 from tests.publisher.tls_material import TestCertificateAuthority, encrypted_key_pem
-from volume_quota.certificate_files import TlsFiles, TlsFileWatch, check_tls_files, fingerprint
+from volume_quota.certificate_files import (
+    TlsCredentials,
+    TlsFiles,
+    TlsFileWatch,
+    check_tls_files,
+    fingerprint,
+)
 from volume_quota.certificate_inspection import (
     CertificateError,
+    CertificateSummary,
     check_key_matches_certificate,
     count_certificates,
+    refusal_of_rotation,
     seconds_until_expiry,
     summarize_certificate,
 )
@@ -80,3 +88,31 @@ def test_file_watch_sees_replaced_content(tmp_path: Path) -> None:
     paths.ca.unlink()
     assert fingerprint([paths.ca])[0] == "missing"
     assert watch.changed() is not None
+
+
+def test_a_certificate_is_refused_as_a_rotation_from_the_instant_it_expires() -> None:
+    expiry = dt.datetime(2026, 11, 23, 12, tzinfo=dt.UTC)
+    new = CertificateSummary("CN=publisher", expiry)
+    assert refusal_of_rotation(new, expiry - dt.timedelta(microseconds=1)) is None
+    refusal = refusal_of_rotation(new, expiry)
+    assert refusal is not None
+    assert "CN=publisher" in refusal
+    assert "2026-11-23T12:00:00+00:00" in refusal
+
+
+def test_a_rotation_to_an_expired_certificate_keeps_the_one_in_use(tmp_path: Path) -> None:
+    authority = TestCertificateAuthority()
+    paths = authority.write_identity(tmp_path, "publisher")
+    credentials = TlsCredentials(TlsFiles(paths.ca, paths.cert, paths.key))
+    in_use = credentials.not_after
+    now = dt.datetime.now(dt.UTC)
+    authority.write_identity(tmp_path, "publisher", valid_for=dt.timedelta(minutes=-5))
+    assert credentials.rotated(now) is None
+    assert credentials.last_problem is not None
+    assert "expired" in credentials.last_problem
+    assert credentials.not_after == in_use
+    assert credentials.rotated(now) is None
+    assert credentials.last_problem is None, "said once per change"
+    authority.write_identity(tmp_path, "publisher", valid_for=dt.timedelta(days=3))
+    assert credentials.rotated(now) is not None, "a good renewal after it is taken"
+    assert credentials.not_after > now + dt.timedelta(days=2)

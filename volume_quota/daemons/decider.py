@@ -37,6 +37,11 @@ from consumer.snapshot_topic_reader import SnapshotTopicReader
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
 from volume_quota.certificate_files import FileWatch
+from volume_quota.certificate_inspection import (
+    CertificateError,
+    refusal_of_rotation,
+    summarize_certificate,
+)
 from volume_quota.collector import tune_for_decoding
 from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
@@ -118,6 +123,7 @@ class DecideDaemon:
             sink = partial(write_decision_atomically, decision_file)
         settings.required_kafka_connection()
         self._tls_watch = FileWatch(settings.tls_paths())
+        self._refused_tls: tuple[str, ...] | None = None
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ConsumerMetrics(self.registry)
         self.state = ClusterState(decision_policy(settings))
@@ -190,7 +196,12 @@ class DecideDaemon:
 
     def _pick_up_rotated_certificates(self) -> None:
         fingerprint = self._tls_watch.changed()
-        if fingerprint is None:
+        if fingerprint is None or fingerprint == self._refused_tls:
+            return
+        refusal = self._refusal_of_new_certificate()
+        if refusal is not None:
+            self._refused_tls = fingerprint  # logged once per change
+            log.warning("rotated TLS files refused; keeping the Kafka clients", error=refusal)
             return
         try:
             clients = KafkaClients(self._settings)
@@ -202,3 +213,14 @@ class DecideDaemon:
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients rebuilt")
+
+    def _refusal_of_new_certificate(self) -> str | None:
+        """Why the client certificate now on disk must not replace the one in use, if so."""
+        path = self._settings.tls_cert_file
+        if path is None:
+            return None
+        try:
+            summary = summarize_certificate(path.read_bytes())
+        except (CertificateError, OSError):
+            return None  # a half-written set: building the clients says what is wrong
+        return refusal_of_rotation(summary, self._clock.wall())
