@@ -69,19 +69,26 @@ def check_tls_files(files: TlsFiles) -> CertificateSummary:
 
 
 class FileWatch:
-    """Tells when any of ``paths`` changed since the last accepted version."""
+    """Tells when any of ``paths`` changed since the last accepted (or refused) version."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self._paths = tuple(paths)
         self._accepted = fingerprint(self._paths)
+        self._refused: tuple[str, ...] | None = None
 
     def changed(self) -> tuple[str, ...] | None:
-        """The new fingerprint when any file differs from the accepted version, else None."""
+        """The new fingerprint when any file differs from the accepted version and from the
+        version last refused, else None."""
         current = fingerprint(self._paths)
-        return None if current == self._accepted else current
+        return None if current in (self._accepted, self._refused) else current
 
     def accept(self, new_fingerprint: tuple[str, ...]) -> None:
         self._accepted = new_fingerprint
+        self._refused = None
+
+    def refuse(self, new_fingerprint: tuple[str, ...]) -> None:
+        """Not to be offered again until the files change once more."""
+        self._refused = new_fingerprint
 
 
 class TlsFileWatch(FileWatch):
@@ -111,7 +118,6 @@ class TlsCredentials:
         self._watch = TlsFileWatch(files)
         self._summary = check_tls_files(files)
         self._signer = load_signer(files)
-        self._rejected: tuple[str, ...] | None = None
         self.last_problem: str | None = None
         """Why the newest change was not taken (for a log line), until a usable set arrives."""
 
@@ -133,21 +139,20 @@ class TlsCredentials:
         certificate is not usable (``refusal_of_rotation``)."""
         changed = self._watch.changed()
         self.last_problem = None
-        if changed is None or changed == self._rejected:
+        if changed is None:
             return None
         try:
             summary = check_tls_files(self._watch.files)
         except (CertificateError, OSError) as error:
-            self._rejected = changed
+            self._watch.refuse(changed)
             self.last_problem = str(error)
             return None
         refusal = refusal_of_rotation(summary, now)
         if refusal is not None:
-            self._rejected = changed
+            self._watch.refuse(changed)
             self.last_problem = refusal
             return None
         self._watch.accept(changed)
-        self._rejected = None
         self._summary = summary
         self._signer = load_signer(self._watch.files)
         return Rotation(summary)

@@ -116,3 +116,16 @@ def test_a_rotation_to_an_expired_certificate_keeps_the_one_in_use(tmp_path: Pat
     authority.write_identity(tmp_path, "publisher", valid_for=dt.timedelta(days=3))
     assert credentials.rotated(now) is not None, "a good renewal after it is taken"
     assert credentials.not_after > now + dt.timedelta(days=2)
+
+
+def test_a_refused_version_is_not_offered_again_until_the_files_change(tmp_path: Path) -> None:
+    authority = TestCertificateAuthority()
+    paths = authority.write_identity(tmp_path, "publisher")
+    watch = TlsFileWatch(TlsFiles(paths.ca, paths.cert, paths.key))
+    authority.write_identity(tmp_path, "publisher")
+    refused = watch.changed()
+    assert refused is not None
+    watch.refuse(refused)
+    assert watch.changed() is None
+    authority.write_identity(tmp_path, "publisher")
+    assert watch.changed() not in (None, refused)

@@ -123,7 +123,6 @@ class DecideDaemon:
             sink = partial(write_decision_atomically, decision_file)
         settings.required_kafka_connection()
         self._tls_watch = FileWatch(settings.tls_paths())
-        self._refused_tls: tuple[str, ...] | None = None
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ConsumerMetrics(self.registry)
         self.state = ClusterState(decision_policy(settings))
@@ -196,11 +195,11 @@ class DecideDaemon:
 
     def _pick_up_rotated_certificates(self) -> None:
         fingerprint = self._tls_watch.changed()
-        if fingerprint is None or fingerprint == self._refused_tls:
+        if fingerprint is None:
             return
         refusal = self._refusal_of_new_certificate()
         if refusal is not None:
-            self._refused_tls = fingerprint  # logged once per change
+            self._tls_watch.refuse(fingerprint)  # logged once per change
             log.warning("rotated TLS files refused; keeping the Kafka clients", error=refusal)
             return
         try:
