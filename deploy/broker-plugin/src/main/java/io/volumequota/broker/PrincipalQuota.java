@@ -24,6 +24,21 @@ final class PrincipalQuota {
     private PrincipalQuota() {
     }
 
+    /**
+     * The request size to plan the floor for: what a connection sends when it is unmuted. A
+     * buffering producer that is throttled keeps producing while muted, so its next request holds
+     * what it produced meanwhile: {@code demand / connections x longestMute}, up to the largest
+     * request it forms ({@code largestRequest}, its {@code max.request.size}). The measured
+     * average lags that growth (requests grow from one record to full batches within one mute),
+     * so it only counts when larger. {@code demandBytesPerSecond} is the principal's recent peak
+     * byte rate.
+     */
+    static double plannedRequestBytes(double measuredAverage, double demandBytesPerSecond, int connections,
+                                      double largestRequest, long longestMuteMs) {
+        double backlog = demandBytesPerSecond / Math.max(1, connections) * longestMuteMs / 1000.0;
+        return Math.max(measuredAverage, Math.min(largestRequest, backlog));
+    }
+
     /** The principal's floor: {@code min(base, max(pauseFloor, connections x requestBytes / T_floor))}. */
     static double floor(double base, double pauseFloor, int connections, double requestBytes, long pauseThrottleMs) {
         double shared = Math.max(1, connections) * requestBytes * 1000.0 / pauseThrottleMs;

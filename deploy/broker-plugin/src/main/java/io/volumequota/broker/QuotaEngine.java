@@ -108,6 +108,7 @@ final class QuotaEngine {
     private boolean reRaise;
     private Loaded expiryCounted;
     private Boolean ratesLogged;
+    private long targetFellAtMs = Long.MIN_VALUE / 2;
 
     // Reader state, guarded by readLock.
     private final Object readLock = new Object();
@@ -135,6 +136,7 @@ final class QuotaEngine {
         long lastCount;
         double bytesSum;
         double requestsSum;
+        double demandAtFall; // its byte rate when the target last fell
         StepDownLimiter limiter;
         int connections;
 
@@ -481,6 +483,9 @@ final class QuotaEngine {
                     case PAUSE -> 0.0;
                     case THROTTLE -> applied.throttleFactor();
                 };
+        if (target < targetQuota) { // false while NaN
+            targetFellAtMs = now;
+        }
         targetQuota = target;
 
         RateSample sample = rateSample;
@@ -568,8 +573,16 @@ final class QuotaEngine {
         }
         principal.lastTickMs = now;
         principal.lastCount = count;
+        if (targetFellAtMs == now) {
+            principal.demandAtFall = rate == null ? 0.0 : rate;
+        }
         if (rates != null && principal.requestsSum >= 1 && principal.bytesSum > 0) {
             requestBytes = principal.bytesSum / principal.requestsSum;
+            if (now - targetFellAtMs < REQUEST_SIZE_AVERAGE_MS) {
+                // Until the average has seen the requests that grew during the first mute.
+                requestBytes = PrincipalQuota.plannedRequestBytes(requestBytes, principal.demandAtFall,
+                        principal.connections, config.assumedRequestBytes(), config.stepDownThrottleMs());
+            }
         }
         double floor = PrincipalQuota.floor(base, config.pauseBytesPerSecond(), principal.connections, requestBytes,
                 config.pauseThrottleMs());

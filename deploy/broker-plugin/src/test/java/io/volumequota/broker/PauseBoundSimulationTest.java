@@ -427,7 +427,8 @@ class PauseBoundSimulationTest {
     private static final long BUFFERED_AFTER_MS = 300_000;
 
     /** What a producer with a buffer sees: record ages at send and the longest blocked send(). */
-    record Delivery(long maxRecordAgeMs, long maxBlockedMs, long maxThrottleMs, long oldestUnsentAtEndMs) {
+    record Delivery(long maxRecordAgeMs, long maxBlockedMs, long maxThrottleMs, long oldestUnsentAtEndMs,
+                    double pausedBytesPerSecond) {
     }
 
     /** Bytes a producer connection has created and sent, and when each byte was created. */
@@ -521,12 +522,19 @@ class PauseBoundSimulationTest {
      */
     Delivery simulateBuffered(int connections, int smallestRequest, int requestBytes, double wantedTotal,
                               long pauseMs) throws IOException {
+        return simulateBuffered(BASE, connections, smallestRequest, requestBytes, wantedTotal, pauseMs);
+    }
+
+    /** As above, at another base (the real-cluster benchmark runs at 2 MiB/s too). */
+    Delivery simulateBuffered(double base, int connections, int smallestRequest, int requestBytes,
+                              double wantedTotal, long pauseMs) throws IOException {
         TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
         long start = clock.millis();
         Path file = dir.resolve("decision-" + System.nanoTime() + ".json");
         write(file, "OPEN", 1.0, clock);
         Map<String, Object> config = TestSupport.baseConfig(file);
         config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "3600000");
+        config.put(VolumeQuotaConfig.BASE_BYTES_PER_SECOND, String.valueOf((long) base));
         config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND);
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock, clock::millis, new JmxObservedRates());
         callback.configure(config);
@@ -553,6 +561,7 @@ class PauseBoundSimulationTest {
             long maxThrottle = 0;
             boolean pauseWritten = false;
             boolean openWritten = false;
+            double pausedBytes = 0;
             while (true) {
                 int who = -1;
                 double next = nextTick;
@@ -586,6 +595,9 @@ class PauseBoundSimulationTest {
                 maxAge = Math.max(maxAge, (long) (now - buffer.createdAt(buffer.sent)));
                 double request = Math.min(requestBytes, Math.floor(buffer.created - buffer.sent));
                 buffer.send(request, now);
+                if (now >= openAt - 30_000 && now < openAt) {
+                    pausedBytes += request;
+                }
                 int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, request, now);
                 maxThrottle = Math.max(maxThrottle, throttle);
                 mutedUntil[who] = now + Math.max(0, throttle);
@@ -600,7 +612,7 @@ class PauseBoundSimulationTest {
                     maxBlocked = Math.max(maxBlocked, (long) (end - buffer.blockedSinceMs));
                 }
             }
-            return new Delivery(maxAge, maxBlocked, maxThrottle, oldestUnsent);
+            return new Delivery(maxAge, maxBlocked, maxThrottle, oldestUnsent, pausedBytes / 30.0);
         } finally {
             manager.shutdown();
             metrics.close();
@@ -652,6 +664,33 @@ class PauseBoundSimulationTest {
             assertTrue(d.maxThrottleMs() <= 30_000, () -> "longest throttle over 30 s: " + what);
             assertTrue(d.maxRecordAgeMs() < 120_000, () -> "a record older than delivery.timeout.ms: " + what);
             assertTrue(d.maxBlockedMs() < 60_000, () -> "send() blocked beyond max.block.ms: " + what);
+        }
+    }
+
+    /**
+     * Growing requests at lower bases, where the backlog a connection builds during the first
+     * mute is a large share of base: 16 KiB records growing to 1 MiB batches, 0.8 x base, 1 to
+     * 10 MiB/s. All connections are muted together by the first step-down and come back
+     * together with what they produced meanwhile: at base 4 MiB/s, 32 connections came back
+     * with about 700 KiB each while the quota was planned for 16 KiB requests, and earned
+     * throttles of 33 s before the floor planned for that backlog.
+     */
+    @Test
+    void boundHoldsWhenRequestsGrowAtLowerBases() throws IOException {
+        for (double base : new double[] {1 * MIB, 2 * MIB, 4 * MIB, 10 * MIB}) {
+            for (int connections : new int[] {8, 32}) {
+                Delivery d = simulateBuffered(base, connections, 16 * 1024, 1024 * 1024, 0.8 * base, PAUSE_MS);
+                String what = String.format(Locale.ROOT, "base %.0f MiB/s, %d x 16 KiB..1 MiB: %s", base / MIB,
+                        connections, d);
+                NOTES.add(String.format(Locale.ROOT, "Requests growing from 16 KiB records to 1 MiB batches at base"
+                                + " %.0f MiB/s, %d connections, 0.8 x base, PAUSE 60 s: longest throttle %.1f s,"
+                                + " oldest record at send %.1f s, paused rate (last 30 s of PAUSE) %.0f KiB/s.",
+                        base / MIB, connections, d.maxThrottleMs() / 1000.0, d.maxRecordAgeMs() / 1000.0,
+                        d.pausedBytesPerSecond() / KIB));
+                assertTrue(d.maxThrottleMs() <= 30_000, () -> "longest throttle over 30 s: " + what);
+                assertTrue(d.maxRecordAgeMs() < 120_000, () -> "a record older than delivery.timeout.ms: " + what);
+                assertTrue(d.maxBlockedMs() < 60_000, () -> "send() blocked beyond max.block.ms: " + what);
+            }
         }
     }
 

@@ -55,6 +55,20 @@ class RulesTest {
     }
 
     @Test
+    void plannedRequestSizeIsWhatAConnectionProducesDuringOneMute() {
+        // 32 connections sharing 3.2 MiB/s produce 100 KiB/s each; muted 8 s, each comes back
+        // with 800 KiB, whatever the 16 KiB requests measured before the mute say.
+        assertEquals(800 * 1024, PrincipalQuota.plannedRequestBytes(16 * 1024, 32 * 100 * 1024, 32, MIB, 8_000),
+                1e-6);
+        assertEquals(MIB, PrincipalQuota.plannedRequestBytes(16 * 1024, 8 * MIB, 8, MIB, 8_000),
+                "never more than the largest request a producer forms");
+        assertEquals(200 * 1024, PrincipalQuota.plannedRequestBytes(200 * 1024, 1024, 8, MIB, 8_000),
+                "a slow principal keeps its measured size");
+        assertEquals(8 * 1024, PrincipalQuota.plannedRequestBytes(0, 1024, 0, MIB, 8_000),
+                "no connection seen counts as one");
+    }
+
+    @Test
     void shapedQuotaBoundsTheThrottleOfTheBytesInTheWindow() {
         long w = 11_000;
         long t = 8_000;
