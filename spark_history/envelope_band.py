@@ -20,7 +20,12 @@ from spark_history.robust_trend import (
     SlopeEstimate,
     backtest_rate_errors,
     crossing_band,
+    theil_sen,
 )
+
+DAY_HOURS = 24.0
+DRIFT_MIN_DAYS = 4
+"""Days of growth needed to measure how the rate changes (``rate_drift``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,37 @@ def rate_error(hours: FloatArray, adjusted: FloatArray, params: ForecastParams) 
     return float(np.sqrt(np.mean(errors * errors))) if errors.size else math.nan
 
 
+def rate_drift(hours: FloatArray, adjusted: FloatArray, params: ForecastParams) -> float:
+    """How fast the rate itself changes, per hour, in log terms: the Theil-Sen slope of the
+    logarithm of each whole day's growth rate (days counted back from the newest point; a
+    whole day holds a whole daily cycle, so the cycle cancels) against the day's middle,
+    in absolute value. Theil-Sen, so a day or two of weekend among a week's days bends it
+    little. 0 with fewer than ``DRIFT_MIN_DAYS`` days of positive growth (each at least half
+    covered): no ratio to take.
+
+    The sign is dropped: a week cannot tell a trend (acceleration) from a cycle (a weekend
+    at its end), so the band uses the drift both ways (``_drift_band``)."""
+    end = float(hours[-1])
+    middles, logs = [], []
+    start = end - DAY_HOURS
+    while start >= hours[0] - 1.0:
+        day = (hours > start) & (hours <= start + DAY_HOURS)
+        if np.count_nonzero(day) >= DAY_HOURS / 2:
+            span = float(hours[day][-1] - hours[day][0])
+            growth = float(adjusted[day][-1] - adjusted[day][0])
+            if growth > 0 and span > 0:
+                middles.append(start + DAY_HOURS / 2)
+                logs.append(math.log(growth / span))
+        start -= DAY_HOURS
+    if len(middles) < DRIFT_MIN_DAYS:
+        return 0.0
+    x = np.asarray(middles[::-1], dtype=np.float64)
+    y = np.asarray(logs[::-1], dtype=np.float64)
+    trend = theil_sen(x, y, params.confidence)
+    bound = max(abs(trend.low), abs(trend.high))
+    return bound if math.isfinite(bound) else abs(trend.slope)
+
+
 def fill_forecast(
     candidates: Sequence[Candidate],
     capacity: float,
@@ -64,11 +100,16 @@ def fill_forecast(
     *,
     open_ended: bool = False,
     counts: tuple[int, int] = (0, 0),
+    drift: float = 0.0,
 ) -> VolumeForecast:
     """A growing volume: the earliest of the candidates' fill times, the band spanning all
-    of theirs (``open_ended``: no late side, growth may have stopped)."""
+    of theirs (``open_ended``: no late side, growth may have stopped); ``drift``: the rate's
+    relative change per hour (``rate_drift``), which widens the band both ways."""
     z = NormalDist().inv_cdf(0.5 + params.confidence / 2)
-    times = [_crossing(candidate, capacity, rate_miss, z) for candidate in candidates]
+    times = [
+        _drift_band(candidate, capacity, drift, _crossing(candidate, capacity, rate_miss, z))
+        for candidate in candidates
+    ]
     best = min(range(len(times)), key=lambda index: times[index][0])
     hours_to_full = times[best][0]
     low = min(time[1] for time in times)
@@ -87,6 +128,29 @@ def fill_forecast(
         None if beyond else high,
         *counts,
     )
+
+
+def _drift_band(
+    candidate: Candidate,
+    capacity: float,
+    drift: float,
+    band: tuple[float, float, float | None],
+) -> tuple[float, float, float | None]:
+    """Widen ``band`` (point, earliest, latest) to the paths on which the rate keeps
+    changing at ``drift`` per hour (log-rate linear in time), up or down.
+
+    Rate ``r e^(+k t)``: full when ``r (e^(k t) - 1) / k`` reaches the room left, i.e. at
+    ``ln(1 + room k / r) / k``; rate ``r e^(-k t)`` levels off at ``r / k`` more, so it
+    never fills when the room is larger, else at ``-ln(1 - room k / r) / k``."""
+    point, low, high = band
+    rate = candidate.rate.slope
+    if not (drift > 0 and rate > 0):
+        return band
+    room = max(capacity - candidate.level, 0.0) * drift / rate
+    low = min(low, math.log1p(room) / drift)
+    if high is not None:
+        high = None if room >= 1.0 else max(high, -math.log1p(-room) / drift)
+    return point, low, high
 
 
 def _crossing(

@@ -42,7 +42,14 @@ topic adds a step that a line reads as fast growth. The method here:
    standard error is the larger of that and Sen's interval. Per rate, the band is where
    usage, ``level + rate t`` give or take ``z sqrt(noise^2 + (sigma_rate t)^2)``, crosses
    capacity; the band spans all the rates' bands. When the last daily cycle looks stopped
-   (not yet ``stop_hours``), the late side is open: growth may not resume.
+   (not yet ``stop_hours``), the late side is open: growth may not resume. The band also
+   takes in the paths on which the rate keeps changing as fast as the week's days allow
+   (``rate_drift``): an acceleration the back-tests cannot see.
+8. **Line floor** (``envelope_floor``). "No fill" must agree with a least-squares line
+   over the last ``fit_hours``: when that line fills within the horizon, its fill time is
+   reported (trend ``growing-line-floor``, late side open) unless the envelope has strong
+   evidence of a stop the line cannot see: a plateau measured over ``stop_hours``, or a
+   retention ceiling held across ``held_drops`` drops.
 """
 
 from __future__ import annotations
@@ -55,10 +62,18 @@ from spark_history.envelope_band import (
     Candidate,
     fill_forecast,
     level_now,
+    rate_drift,
     rate_error,
     robust_noise,
 )
-from spark_history.envelope_steps import Teeth, after_replacement, remove_steps, teeth_of
+from spark_history.envelope_floor import line_fill, with_floor
+from spark_history.envelope_steps import (
+    Teeth,
+    after_replacement,
+    ceiling_held,
+    remove_steps,
+    teeth_of,
+)
 from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast, no_fill
 from spark_history.growth_evidence import judge_growth, long_rate
 from spark_history.robust_trend import FloatArray, theil_sen, without_daily_cycle
@@ -121,6 +136,17 @@ def forecast_hourly(
         level = float(values[-1]) if values.size else math.nan
         return no_fill(Trend.INSUFFICIENT_DATA, level)
 
+    verdict, strong_stop = _envelope_verdict(hours, values, capacity, params)
+    line = line_fill(hours, values, capacity, params)
+    return with_floor(verdict, line, strong_stop=strong_stop)
+
+
+def _envelope_verdict(
+    hours: FloatArray, values: FloatArray, capacity: float, params: ForecastParams
+) -> tuple[VolumeForecast, bool]:
+    """The envelope method's forecast (steps 2-7), and whether its "no fill" rests on
+    strong evidence of a stop (a plateau measured for ``stop_hours``, or a retention
+    ceiling held across ``held_drops`` drops), which the line floor must not override."""
     adjusted, steps, drop_mask, jump_threshold = remove_steps(hours, values, capacity, params)
     drops = int(drop_mask.sum())
     fit_start = hours[-1] - params.fit_hours
@@ -133,14 +159,17 @@ def forecast_hourly(
         # A quarter of a typical drop above the old ceiling is a new regime, not jitter.
         tolerance = max(jump_threshold, 0.25 * teeth.typical_drop)
         if teeth.tail_peak <= teeth.previous_peak + tolerance:
-            return _retention(teeth, capacity, params, steps, drops)
+            result = _retention(teeth, capacity, params, steps, drops)
+            held = ceiling_held(teeth, tolerance, params.held_drops)
+            return result, held and result.hours_to_full is None
         # Climbed past its old ceiling: only the climb since the last drop tells the rate.
         if np.count_nonzero(hours > teeth.last_drop_hour) >= params.min_hours_of_data / 2:
             fit_start = max(fit_start, teeth.last_drop_hour - 1.0)
             segment_start = teeth.last_drop_hour - 1.0
-    return _fit_trend(
+    result = _fit_trend(
         hours, adjusted, (fit_start, segment_start), capacity, params, counts=(steps, drops)
     )
+    return result, result.trend is Trend.PLATEAU
 
 
 def _retention(
@@ -203,4 +232,5 @@ def _fit_trend(
         rate_miss,
         open_ended=growth.lull,
         counts=counts,
+        drift=rate_drift(hours[in_segment], adjusted[in_segment], params),
     )

@@ -97,6 +97,20 @@ def teeth_of(hours: FloatArray, values: FloatArray, drop_mask: npt.NDArray[np.bo
     )
 
 
+def ceiling_held(teeth: Teeth, tolerance: float, held_drops: int) -> bool:
+    """Did retention cut usage at the same ceiling at least ``held_drops`` times?
+
+    Strong evidence that usage stops there: the peaks of at least ``held_drops`` teeth that
+    ended in a drop lie within ``tolerance`` of the highest one. One or two cuts, or cuts at
+    scattered levels (a clean-up, a topic deleted), only say usage was once cut there.
+    """
+    tops = teeth.peaks[1]
+    if tops.size < held_drops:
+        return False
+    at_ceiling = tops >= float(tops.max()) - tolerance
+    return int(np.count_nonzero(at_ceiling)) >= held_drops
+
+
 def after_replacement(
     hours: FloatArray,
     values: FloatArray,

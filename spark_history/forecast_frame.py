@@ -101,6 +101,11 @@ def _forecast_fields(ordered: pd.DataFrame, params: ForecastParams) -> dict[str,
         maxima = ordered["maxConsumed"].to_numpy(dtype=np.float64)
         minima = ordered["minConsumed"].to_numpy(dtype=np.float64)
         result = forecast_hourly(midpoints, maxima, float(capacity), params, minima=minima)
+        if result.trend is Trend.GROWING_LINE_FLOOR:
+            reason = (
+                f"no fill by the envelope method, but a line over the last {params.fit_hours:g} h"
+                " fills and nothing shows growth stopped"
+            )
     fields = _result_fields(result, float(capacity), float(consumed))
     fields["reason"] = reason
     return fields

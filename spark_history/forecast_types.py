@@ -12,9 +12,14 @@ from enum import StrEnum
 
 
 class Trend(StrEnum):
-    """What the envelope is doing; only ``GROWING`` volumes can get a fill time."""
+    """What the envelope is doing; only ``GROWING`` and ``GROWING_LINE_FLOOR`` volumes can
+    get a fill time."""
 
     GROWING = "growing"
+    GROWING_LINE_FLOOR = "growing-line-floor"
+    """The envelope method saw no fill (or a later one) without strong evidence of a stop,
+    and a plain line over the last ``fit_hours`` fills within the horizon: the line's fill
+    time is reported (``envelope_floor``)."""
     PLATEAU = "plateau"
     """Growth stopped for longer than ``stop_hours`` (retention reached)."""
     RETENTION = "retention"
@@ -54,6 +59,9 @@ class ForecastParams:
     """How long growth must have stopped before it is a plateau: two daily cycles, the length
     of a weekend. A shorter lull (a night, a quiet day, a weekend) is a slowdown: the fill
     time stands, with an open-ended band."""
+    held_drops: int = 2
+    """A retention ceiling is strong evidence of no fill (the line floor does not override
+    it) once at least this many drops cut usage at it (within a noise tolerance)."""
     replacement_fraction: float = 0.1
     """An hour whose minimum is under this fraction of capacity, after an hour whose maximum
     was over three times it, is a disk replacement: the history before is not this disk's."""

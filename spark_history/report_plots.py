@@ -34,7 +34,8 @@ def _forecast_line(
 ) -> None:
     """The forecast line from the level now to full (or the horizon), and the fill band."""
     capacity = float(forecast["capacity"])
-    slope = float(forecast["growthBytesPerHour"]) if forecast["trend"] == "growing" else 0.0
+    growing = str(forecast["trend"]).startswith("growing")  # growing, growing-line-floor
+    slope = float(forecast["growthBytesPerHour"]) if growing else 0.0
     level = 100.0 * float(forecast["levelBytes"]) / capacity
     to_full = forecast["hoursToFull"]
     past_hours = max(72.0, -float(hours.min()) * 24.0)

@@ -34,7 +34,7 @@ def theil_sen(x: FloatArray, y: FloatArray, confidence: float = 0.90) -> SlopeEs
         return SlopeEstimate(0.0, -math.inf, math.inf)
     slope = float(np.median(slopes))
     intercept = float(np.median(y - slope * x))
-    n_eff = _effective_size(y - slope * x - intercept)
+    n_eff = effective_size(y - slope * x - intercept)
     if n_eff < 3:
         return SlopeEstimate(slope, -math.inf, math.inf)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -46,7 +46,7 @@ def theil_sen(x: FloatArray, y: FloatArray, confidence: float = 0.90) -> SlopeEs
     return SlopeEstimate(slope, float(low), float(high))
 
 
-def _effective_size(residuals: FloatArray) -> float:
+def effective_size(residuals: FloatArray) -> float:
     """AR(1) effective sample size: n (1 - rho) / (1 + rho), rho the lag-1 autocorrelation."""
     n = residuals.size
     centred = residuals - residuals.mean()

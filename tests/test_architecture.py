@@ -53,6 +53,7 @@ PURE_MODULES = (
     "spark_history/robust_trend",
     "spark_history/envelope_steps",
     "spark_history/envelope_band",
+    "spark_history/envelope_floor",
     "spark_history/growth_evidence",
     "spark_history/envelope_forecast",
 )

@@ -27,11 +27,16 @@ def test_linear_and_plateau_volumes(make_rows: RowsFactory) -> None:
     hours = np.arange(-4 * 24 * 60, 1, 5) / 60.0
     rate = CAPACITY * 0.002  # 0.2% of capacity an hour
     linear = 0.5 * CAPACITY + rate * hours
-    plateau = np.minimum(0.3 * CAPACITY + rate * (hours + 96), 0.45 * CAPACITY)
+    # Flat since 60 h before AT (0.3 + 0.002 * 36 = 0.372 of capacity): a stop longer than
+    # a weekend. Flat since only 21 h (0.45): not told from a slowdown, so the 72 h line's
+    # fill stands (line floor), with an open late side.
+    plateau = np.minimum(0.3 * CAPACITY + rate * (hours + 96), 0.372 * CAPACITY)
+    recent = np.minimum(0.3 * CAPACITY + rate * (hours + 96), 0.45 * CAPACITY)
     frame: pd.DataFrame = pd.concat(
         [
             volume_frame([1], "/dev/linear", hours, linear, CAPACITY),
             volume_frame([1], "/dev/plateau", hours, plateau, CAPACITY),
+            volume_frame([1], "/dev/recent", hours, recent, CAPACITY),
         ]
     )
     result = forecast_volumes(make_rows(frame), AT).toPandas().set_index("volumeName")
@@ -41,6 +46,10 @@ def test_linear_and_plateau_volumes(make_rows: RowsFactory) -> None:
     assert result.loc["/dev/linear", "usedPercent"] == pytest.approx(50.0, abs=0.01)
     assert result.loc["/dev/linear", "growthPercentPerDay"] == pytest.approx(4.8, rel=0.01)
     assert math.isnan(cast(float, result.loc["/dev/plateau", "hoursToFull"]))
+    assert result.loc["/dev/recent", "trend"] == "growing-line-floor"
+    assert not math.isnan(cast(float, result.loc["/dev/recent", "hoursToFull"]))
+    assert math.isnan(cast(float, result.loc["/dev/recent", "hoursToFullHigh"]))
+    assert "line over the last 72 h fills" in str(result.loc["/dev/recent", "reason"])
 
 
 def test_spark_and_pandas_forecasts_agree(make_rows: RowsFactory) -> None:
@@ -95,10 +104,14 @@ def test_beats_predict_linear_on_a_mixed_set() -> None:
                 errors[name].append(abs(guess - truth) if guess is not None else truth)
             elif guess is not None and trace.plateaued:
                 false_fills[name] += 1
-                if name == "ours" and _plateau_hours_ago(trace) >= params.stop_hours:
+                # near_full: no ceiling reached in its week (see above), not an old plateau.
+                old = trace.kind != "near_full" and _plateau_hours_ago(trace) >= params.stop_hours
+                if name == "ours" and old:
                     old_plateaus_filled += 1
     assert np.median(errors["ours"]) < np.median(errors["baseline"])
-    assert false_fills["ours"] <= false_fills["baseline"] / 4
+    # A third, not a quarter, since the line floor: one near_full trace climbs at 97% with
+    # no retention cut in its week; nothing in its data says it stops, so it gets a fill.
+    assert false_fills["ours"] <= false_fills["baseline"] / 3
     # A plateau reached less than stop_hours ago may be a weekend: it may keep a fill time.
     assert old_plateaus_filled == 0
 
