@@ -4,7 +4,9 @@ Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed o
 2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
 replacement, resize, gaps, full volumes, retired brokers, duplicates, a skewed clock), written
 after reading the forecast; generator 3 is ``benchmarks.history_scenarios_blind``, written
-without reading it (Kafka topic streams with segment retention and the same kinds of events). The
+without reading it (Kafka topic streams with segment retention and the same kinds of events);
+generator 4 is ``benchmarks.history_scenarios_fresh``, written without reading the forecast or
+the other generators, after generator 3's scores had been seen (a fresh blind set). The
 envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
 checks they agree). Scored per method, in the same run:
 
@@ -15,13 +17,15 @@ checks they agree). Scored per method, in the same run:
   [hoursToFullLow, hoursToFullHigh] (the band named 90%);
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
-Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S] [--generators 1,2,3]``
-(``--generators 1,2`` skips generator 3 without importing its module).
+Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]
+[--generators 1,2,3,4]`` (``--generators 1,2`` skips the blind generators 3 and 4 without
+importing their modules).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 import time
@@ -184,20 +188,20 @@ def scenario_generator(
     return frame, tombstones, cases, module.AT
 
 
-def third_generator(
-    seed: int, volumes: int, horizon: float
+def blind_generator(
+    key: str, seed: int, volumes: int, horizon: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
-    """Generator 3, imported only when asked for (``--generators`` may leave it out)."""
-    from benchmarks import history_scenarios_blind  # noqa: PLC0415 - lazy on purpose
-
-    return scenario_generator(history_scenarios_blind, seed, volumes, horizon)
+    """Generator 3 or 4, imported only when asked for (``--generators`` may leave them out)."""
+    name = "history_scenarios_blind" if key == "3" else "history_scenarios_fresh"
+    module = cast(ScenarioModule, importlib.import_module(f"benchmarks.{name}"))
+    return scenario_generator(module, seed, volumes, horizon)
 
 
 def _generator_names(text: str) -> list[str]:
     chosen = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [part for part in chosen if part not in ("1", "2", "3")]
+    unknown = [part for part in chosen if part not in _GENERATOR_NAMES]
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"generators must be among 1,2,3, got {text!r}")
+        raise argparse.ArgumentTypeError(f"generators must be among 1,2,3,4, got {text!r}")
     return chosen
 
 
@@ -205,6 +209,7 @@ _GENERATOR_NAMES = {
     "1": "1 (synthetic.py)",
     "2": "2 (history_scenarios.py)",
     "3": "3 (history_scenarios_blind.py, blind)",
+    "4": "4 (history_scenarios_fresh.py, blind)",
 }
 
 
@@ -215,7 +220,7 @@ def _build(
         return first_generator(seed, volumes)
     if key == "2":
         return scenario_generator(history_scenarios, seed, volumes, horizon)
-    return third_generator(seed, volumes, horizon)
+    return blind_generator(key, seed, volumes, horizon)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,8 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--generators",
         type=_generator_names,
-        default=["1", "2", "3"],
-        help="comma-separated generators to run (default 1,2,3)",
+        default=["1", "2", "3", "4"],
+        help="comma-separated generators to run (default 1,2,3,4)",
     )
     arguments = parser.parse_args(argv)
     params = ForecastParams()
