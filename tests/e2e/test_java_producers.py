@@ -103,4 +103,8 @@ def test_paused_principals_rate_stays_small(run: PauseRun) -> None:
         # base); docs/broker-plugin.md: a paused principal writes about 1.5 to 2 x F on average.
         floor = min(BASE_RATE, max(256 * 1024, group.connections * 1024 * 1024 / 12))
         assert paused <= 2 * floor, f"{group.principal}: {paused / 1024:.0f} KiB/s"
-        assert paused < 0.5 * DEMAND * BASE_RATE, f"{group.principal}: {paused / 1024:.0f} KiB/s"
+        # And the PAUSE holds each principal below what it wants (here F < demand: 256 KiB/s for
+        # one connection, 683 KiB/s for eight, against 0.8 x 2 MiB/s). Not below half of it: eight
+        # connections of 1 MiB are promised 1.5 to 2 x F, 62 to 83 % of this demand, and since the
+        # floor plans for the backlog of the first mute (rule 3) they get it.
+        assert paused < DEMAND * BASE_RATE, f"{group.principal}: {paused / 1024:.0f} KiB/s"
