@@ -137,8 +137,9 @@ def forecast_hourly(
         return no_fill(Trend.INSUFFICIENT_DATA, level)
 
     verdict, strong_stop = _envelope_verdict(hours, values, capacity, params)
-    line = line_fill(hours, values, capacity, params)
-    return with_floor(verdict, line, strong_stop=strong_stop)
+    if strong_stop:  # the line could not override it: do not fit it
+        return verdict
+    return with_floor(verdict, line_fill(hours, values, capacity, params), strong_stop=False)
 
 
 def _envelope_verdict(

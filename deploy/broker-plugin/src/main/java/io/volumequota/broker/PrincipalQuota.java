@@ -30,8 +30,8 @@ final class PrincipalQuota {
      * what it produced meanwhile: {@code demand / connections x longestMute}, up to the largest
      * request it forms ({@code largestRequest}, its {@code max.request.size}). The measured
      * average lags that growth (requests grow from one record to full batches within one mute),
-     * so it only counts when larger. {@code demandBytesPerSecond} is the principal's recent peak
-     * byte rate.
+     * so it only counts when larger. {@code demandBytesPerSecond} is the principal's byte rate
+     * when the target fell.
      */
     static double plannedRequestBytes(double measuredAverage, double demandBytesPerSecond, int connections,
                                       double largestRequest, long longestMuteMs) {
