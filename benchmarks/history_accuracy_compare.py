@@ -1,4 +1,4 @@
-"""Forecast accuracy on two independent generators, against predict_linear over 6 h and 72 h.
+"""Forecast accuracy on five generators against predict_linear over 6 h and 72 h, in one run.
 
 Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed on); generator
 2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
@@ -6,7 +6,9 @@ replacement, resize, gaps, full volumes, retired brokers, duplicates, a skewed c
 after reading the forecast; generator 3 is ``benchmarks.history_scenarios_blind``, written
 without reading it (Kafka topic streams with segment retention and the same kinds of events);
 generator 4 is ``benchmarks.history_scenarios_fresh``, written without reading the forecast or
-the other generators, after generator 3's scores had been seen (a fresh blind set). The
+the other generators, after generator 3's scores had been seen (a fresh blind set);
+generator 5 is ``benchmarks.history_scenarios_field``, written the same way after generator
+4's scores had been seen and scored once, with the forecast as it then stood. The
 envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
 checks they agree). Scored per method, in the same run:
 
@@ -18,7 +20,7 @@ checks they agree). Scored per method, in the same run:
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
 Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]
-[--generators 1,2,3,4]`` (``--generators 1,2`` skips the blind generators 3 and 4 without
+[--generators 1,2,3,4,5]`` (``--generators 1,2`` skips the blind generators 3-5 without
 importing their modules).
 """
 
@@ -191,9 +193,9 @@ def scenario_generator(
 def blind_generator(
     key: str, seed: int, volumes: int, horizon: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
-    """Generator 3 or 4, imported only when asked for (``--generators`` may leave them out)."""
-    name = "history_scenarios_blind" if key == "3" else "history_scenarios_fresh"
-    module = cast(ScenarioModule, importlib.import_module(f"benchmarks.{name}"))
+    """Generator 3, 4 or 5, imported only when asked for (``--generators`` may leave them
+    out)."""
+    module = cast(ScenarioModule, importlib.import_module(f"benchmarks.{_BLIND_MODULES[key]}"))
     return scenario_generator(module, seed, volumes, horizon)
 
 
@@ -201,7 +203,8 @@ def _generator_names(text: str) -> list[str]:
     chosen = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [part for part in chosen if part not in _GENERATOR_NAMES]
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"generators must be among 1,2,3,4, got {text!r}")
+        known = ",".join(_GENERATOR_NAMES)
+        raise argparse.ArgumentTypeError(f"generators must be among {known}, got {text!r}")
     return chosen
 
 
@@ -210,6 +213,12 @@ _GENERATOR_NAMES = {
     "2": "2 (history_scenarios.py)",
     "3": "3 (history_scenarios_blind.py, blind)",
     "4": "4 (history_scenarios_fresh.py, blind)",
+    "5": "5 (history_scenarios_field.py, blind)",
+}
+_BLIND_MODULES = {
+    "3": "history_scenarios_blind",
+    "4": "history_scenarios_fresh",
+    "5": "history_scenarios_field",
 }
 
 
@@ -230,8 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--generators",
         type=_generator_names,
-        default=["1", "2", "3", "4"],
-        help="comma-separated generators to run (default 1,2,3,4)",
+        default=list(_GENERATOR_NAMES),
+        help="comma-separated generators to run (default all: 1,2,3,4,5)",
     )
     arguments = parser.parse_args(argv)
     params = ForecastParams()
