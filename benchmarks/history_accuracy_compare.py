@@ -17,6 +17,7 @@ checks they agree). Scored per method, in the same run:
 - false fills on volumes that do not fill within the horizon;
 - band coverage (envelope only): the share of forecast fills whose true time lies in
   [hoursToFullLow, hoursToFullHigh] (the band named 90%);
+- fills within 48 h (``URGENT_HOURS``): how many, missed, median absolute error;
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
 Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]
@@ -47,6 +48,8 @@ from spark_history.pandas_forecast import forecast_volumes_pandas
 from spark_history.predict_linear import FloatArray, predict_linear_hours
 
 Key = tuple[int, str]
+URGENT_HOURS = 48.0
+"""Fills this soon are the ones an operator must not learn about late."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ def score(
     cases: dict[Key, Case], predictions: dict[Key, Prediction], horizon: float
 ) -> dict[str, object]:
     errors, covered, fills, missed, false_fills, quiet = [], 0, 0, 0, 0, 0
+    urgent: list[float] = []  # absolute errors on fills within URGENT_HOURS (inf: missed)
     full_ok = full = retired = retired_ok = 0
     for key, case in cases.items():
         predicted = predictions.get(key, Prediction(None))
@@ -117,6 +121,10 @@ def score(
             continue
         if case.fill_hours is not None and case.fill_hours <= horizon:
             fills += 1
+            if case.fill_hours <= URGENT_HOURS:
+                urgent.append(
+                    math.inf if predicted.hours is None else abs(predicted.hours - case.fill_hours)
+                )
             if predicted.hours is None:
                 missed += 1
                 continue
@@ -134,9 +142,20 @@ def score(
         "p90": float(np.percentile(array, 90)) if array.size else math.nan,
         "falseFills": f"{false_fills} / {quiet}",
         "coverage": f"{100.0 * covered / array.size:.0f}%" if array.size and covered else "-",
+        "urgent": _urgent(urgent),
         "full": f"{full_ok} / {full}" if full else "-",
         "retired": f"{retired_ok} / {retired}" if retired else "-",
     }
+
+
+def _urgent(errors: list[float]) -> str:
+    """Fills within ``URGENT_HOURS``: how many, how many missed, the median absolute error
+    of the others."""
+    if not errors:
+        return "-"
+    found = [error for error in errors if math.isfinite(error)]
+    median = f"{float(np.median(found)):.1f} h" if found else "-"
+    return f"{len(errors)}, {len(errors) - len(found)} missed, {median}"
 
 
 def _missed_by_kind(
@@ -248,9 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine: {describe_machine()}")
     print(
         "| generator | method | fills | missed | median abs err (h) | p90 (h) | false fills "
-        "| 90% band coverage | full reported full | retired not forecast |"
+        "| 90% band coverage | fills within 48 h: missed, median abs err "
+        "| full reported full | retired not forecast |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     generators = {
         _GENERATOR_NAMES[key]: _build(key, arguments.seed, arguments.volumes, horizon)
         for key in sorted(set(arguments.generators))
@@ -272,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {name} | {method} | {result['fills']} | {result['missed']} | "
                 f"{result['median']:.1f} | {result['p90']:.1f} | {result['falseFills']} | "
                 f"{result['coverage'] if method.startswith('envelope') else '-'} | "
-                f"{result['full']} | {result['retired']} |"
+                f"{result['urgent']} | {result['full']} | {result['retired']} |"
             )
         print(
             f"generator {name}: {len(frame):,} rows, {len(cases)} volumes, "

@@ -50,13 +50,19 @@ topic adds a step that a line reads as fast growth. The method here:
    reported (trend ``growing-line-floor``, late side open) unless the envelope has strong
    evidence of a stop the line cannot see: a plateau measured over ``stop_hours``, or a
    retention ceiling held across ``held_drops`` drops.
+9. **Next-day floor** (``envelope_next_day``). Yesterday's climb from this hour, on the
+   step-free envelope, repeated from the level now for ``next_day_hours``: when it reaches
+   capacity before any other fill time, its time is reported (trend ``growing-next-day``).
+   Not after a retention drop in the last three days, nor against a strong stop.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from spark_history.envelope_band import (
     Candidate,
@@ -67,6 +73,7 @@ from spark_history.envelope_band import (
     robust_noise,
 )
 from spark_history.envelope_floor import line_fill, with_floor
+from spark_history.envelope_next_day import next_day_fill, with_next_day
 from spark_history.envelope_steps import (
     Teeth,
     after_replacement,
@@ -77,6 +84,8 @@ from spark_history.envelope_steps import (
 from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast, no_fill
 from spark_history.growth_evidence import judge_growth, long_rate
 from spark_history.robust_trend import FloatArray, theil_sen, without_daily_cycle
+
+BoolArray = npt.NDArray[np.bool_]
 
 __all__ = [
     "ForecastParams",
@@ -136,18 +145,32 @@ def forecast_hourly(
         level = float(values[-1]) if values.size else math.nan
         return no_fill(Trend.INSUFFICIENT_DATA, level)
 
-    verdict, strong_stop = _envelope_verdict(hours, values, capacity, params)
-    if strong_stop:  # the line could not override it: do not fit it
-        return verdict
-    return with_floor(verdict, line_fill(hours, values, capacity, params), strong_stop=False)
+    reading = _envelope_verdict(hours, values, capacity, params)
+    if reading.strong_stop:  # it stands against both floors: do not fit them
+        return reading.forecast
+    verdict = with_floor(
+        reading.forecast, line_fill(hours, values, capacity, params), strong_stop=False
+    )
+    repeat = next_day_fill(hours, reading.adjusted, capacity, params, drops=reading.drop_mask)
+    return with_next_day(verdict, repeat)
+
+
+class _Reading(NamedTuple):
+    forecast: VolumeForecast
+    strong_stop: bool
+    """Its "no fill" rests on strong evidence of a stop (a plateau measured for
+    ``stop_hours``, or a retention ceiling held across ``held_drops`` drops), which the
+    line floor must not override."""
+    adjusted: FloatArray
+    """The step-free envelope."""
+    drop_mask: BoolArray
+    """The hours that follow a retention drop."""
 
 
 def _envelope_verdict(
     hours: FloatArray, values: FloatArray, capacity: float, params: ForecastParams
-) -> tuple[VolumeForecast, bool]:
-    """The envelope method's forecast (steps 2-7), and whether its "no fill" rests on
-    strong evidence of a stop (a plateau measured for ``stop_hours``, or a retention
-    ceiling held across ``held_drops`` drops), which the line floor must not override."""
+) -> _Reading:
+    """The envelope method's forecast (steps 2-7) and what it read on the way."""
     adjusted, steps, drop_mask, jump_threshold = remove_steps(hours, values, capacity, params)
     drops = int(drop_mask.sum())
     fit_start = hours[-1] - params.fit_hours
@@ -162,7 +185,7 @@ def _envelope_verdict(
         if teeth.tail_peak <= teeth.previous_peak + tolerance:
             result = _retention(teeth, capacity, params, steps, drops)
             held = ceiling_held(teeth, tolerance, params.held_drops)
-            return result, held and result.hours_to_full is None
+            return _Reading(result, held and result.hours_to_full is None, adjusted, drop_mask)
         # Climbed past its old ceiling: only the climb since the last drop tells the rate.
         if np.count_nonzero(hours > teeth.last_drop_hour) >= params.min_hours_of_data / 2:
             fit_start = max(fit_start, teeth.last_drop_hour - 1.0)
@@ -170,7 +193,7 @@ def _envelope_verdict(
     result = _fit_trend(
         hours, adjusted, (fit_start, segment_start), capacity, params, counts=(steps, drops)
     )
-    return result, result.trend is Trend.PLATEAU
+    return _Reading(result, result.trend is Trend.PLATEAU, adjusted, drop_mask)
 
 
 def _retention(

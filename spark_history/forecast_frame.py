@@ -101,14 +101,25 @@ def _forecast_fields(ordered: pd.DataFrame, params: ForecastParams) -> dict[str,
         maxima = ordered["maxConsumed"].to_numpy(dtype=np.float64)
         minima = ordered["minConsumed"].to_numpy(dtype=np.float64)
         result = forecast_hourly(midpoints, maxima, float(capacity), params, minima=minima)
-        if result.trend is Trend.GROWING_LINE_FLOOR:
-            reason = (
-                f"no fill by the envelope method, but a line over the last {params.fit_hours:g} h"
-                " fills and nothing shows growth stopped"
-            )
+        reason = _growth_reason(result.trend, params)
     fields = _result_fields(result, float(capacity), float(consumed))
     fields["reason"] = reason
     return fields
+
+
+def _growth_reason(trend: Trend, params: ForecastParams) -> str | None:
+    """Why a volume got a fill time from a floor rather than from the envelope method."""
+    if trend is Trend.GROWING_LINE_FLOOR:
+        return (
+            f"no fill by the envelope method, but a line over the last {params.fit_hours:g} h"
+            " fills and nothing shows growth stopped"
+        )
+    if trend is Trend.GROWING_NEXT_DAY:
+        return (
+            "yesterday's climb from this hour, repeated from the level now, fills within "
+            f"{params.next_day_hours:g} h, before the other methods' fill time"
+        )
+    return None
 
 
 def _retired_reason(ordered: pd.DataFrame, params: ForecastParams) -> str | None:

@@ -12,14 +12,16 @@ from enum import StrEnum
 
 
 class Trend(StrEnum):
-    """What the envelope is doing; only ``GROWING`` and ``GROWING_LINE_FLOOR`` volumes can
-    get a fill time."""
+    """What the envelope is doing; only the ``GROWING`` trends get a fill time."""
 
     GROWING = "growing"
     GROWING_LINE_FLOOR = "growing-line-floor"
     """The envelope method saw no fill (or a later one) without strong evidence of a stop,
     and a plain line over the last ``fit_hours`` fills within the horizon: the line's fill
     time is reported (``envelope_floor``)."""
+    GROWING_NEXT_DAY = "growing-next-day"
+    """Yesterday's climb from this hour, repeated from the level now, fills within
+    ``next_day_hours``, before any other fill time (``envelope_next_day``)."""
     PLATEAU = "plateau"
     """Growth stopped for longer than ``stop_hours`` (retention reached)."""
     RETENTION = "retention"
@@ -72,6 +74,9 @@ class ForecastParams:
     cycle, to stand beside the rate over ``fit_hours``."""
     full_free_fraction: float = 0.001
     """A volume whose newest snapshot has at most this fraction of capacity free is full."""
+    next_day_hours: float = 24.0
+    """How far ahead yesterday's climb is repeated from the level now (``envelope_next_day``):
+    one daily cycle."""
     retired_after_hours: float = 24.0
     """A volume without a snapshot for longer than this before ``at`` is retired (silent)."""
 
