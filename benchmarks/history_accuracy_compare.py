@@ -1,4 +1,4 @@
-"""Forecast accuracy on five generators against predict_linear over 6 h and 72 h, in one run.
+"""Forecast accuracy on six generators against predict_linear over 6 h and 72 h, in one run.
 
 Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed on); generator
 2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
@@ -8,7 +8,9 @@ without reading it (Kafka topic streams with segment retention and the same kind
 generator 4 is ``benchmarks.history_scenarios_fresh``, written without reading the forecast or
 the other generators, after generator 3's scores had been seen (a fresh blind set);
 generator 5 is ``benchmarks.history_scenarios_field``, written the same way after generator
-4's scores had been seen and scored once, with the forecast as it then stood. The
+4's scores had been seen and scored once, with the forecast as it then stood; generator 6
+is ``benchmarks.history_scenarios_sre``, written the same way after generator 5's scores had
+been seen and the next-day floor built on them. The
 envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
 checks they agree). Scored per method, in the same run:
 
@@ -21,7 +23,7 @@ checks they agree). Scored per method, in the same run:
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
 Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]
-[--generators 1,2,3,4,5]`` (``--generators 1,2`` skips the blind generators 3-5 without
+[--generators 1,2,3,4,5,6]`` (``--generators 1,2`` skips the blind generators 3-6 without
 importing their modules).
 """
 
@@ -212,7 +214,7 @@ def scenario_generator(
 def blind_generator(
     key: str, seed: int, volumes: int, horizon: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
-    """Generator 3, 4 or 5, imported only when asked for (``--generators`` may leave them
+    """Generator 3, 4, 5 or 6, imported only when asked for (``--generators`` may leave them
     out)."""
     module = cast(ScenarioModule, importlib.import_module(f"benchmarks.{_BLIND_MODULES[key]}"))
     return scenario_generator(module, seed, volumes, horizon)
@@ -233,11 +235,13 @@ _GENERATOR_NAMES = {
     "3": "3 (history_scenarios_blind.py, blind)",
     "4": "4 (history_scenarios_fresh.py, blind)",
     "5": "5 (history_scenarios_field.py, blind)",
+    "6": "6 (history_scenarios_sre.py, blind)",
 }
 _BLIND_MODULES = {
     "3": "history_scenarios_blind",
     "4": "history_scenarios_fresh",
     "5": "history_scenarios_field",
+    "6": "history_scenarios_sre",
 }
 
 
@@ -259,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--generators",
         type=_generator_names,
         default=list(_GENERATOR_NAMES),
-        help="comma-separated generators to run (default all: 1,2,3,4,5)",
+        help="comma-separated generators to run (default all: 1,2,3,4,5,6)",
     )
     arguments = parser.parse_args(argv)
     params = ForecastParams()
