@@ -19,6 +19,8 @@ checks they agree). Scored per method, in the same run:
 - false fills on volumes that do not fill within the horizon;
 - band coverage (envelope only): the share of forecast fills whose true time lies in
   [hoursToFullLow, hoursToFullHigh] (the band named 90%);
+- band width (envelope only): the median of high / low over bands starting after now (an
+  open late side counts as infinite) and the share of open bands;
 - fills within 48 h (``URGENT_HOURS``): how many, missed, median absolute error;
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
@@ -110,6 +112,7 @@ def score(
 ) -> dict[str, object]:
     errors, covered, fills, missed, false_fills, quiet = [], 0, 0, 0, 0, 0
     urgent: list[float] = []  # absolute errors on fills within URGENT_HOURS (inf: missed)
+    widths: list[float] = []  # high / low of each band of a forecast fill (inf: open)
     full_ok = full = retired = retired_ok = 0
     for key, case in cases.items():
         predicted = predictions.get(key, Prediction(None))
@@ -133,6 +136,8 @@ def score(
             errors.append(abs(predicted.hours - case.fill_hours))
             if predicted.low is not None and predicted.high is not None:
                 covered += predicted.low <= case.fill_hours <= predicted.high
+                if predicted.low > 0:
+                    widths.append(predicted.high / predicted.low)
         else:
             quiet += 1
             false_fills += predicted.hours is not None
@@ -145,6 +150,7 @@ def score(
         "falseFills": f"{false_fills} / {quiet}",
         "coverage": f"{100.0 * covered / array.size:.0f}%" if array.size and covered else "-",
         "urgent": _urgent(urgent),
+        "width": _width(widths),
         "full": f"{full_ok} / {full}" if full else "-",
         "retired": f"{retired_ok} / {retired}" if retired else "-",
     }
@@ -158,6 +164,15 @@ def _urgent(errors: list[float]) -> str:
     found = [error for error in errors if math.isfinite(error)]
     median = f"{float(np.median(found)):.1f} h" if found else "-"
     return f"{len(errors)}, {len(errors) - len(found)} missed, {median}"
+
+
+def _width(ratios: list[float]) -> str:
+    """How wide the bands are: the median of high / low over the bands that start after
+    now (an open late side counts as infinite), and the share of open bands."""
+    if not ratios:
+        return "-"
+    opened = sum(not math.isfinite(ratio) for ratio in ratios)
+    return f"{float(np.median(ratios)):.1f}, {100.0 * opened / len(ratios):.0f}% open"
 
 
 def _missed_by_kind(
@@ -271,10 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine: {describe_machine()}")
     print(
         "| generator | method | fills | missed | median abs err (h) | p90 (h) | false fills "
-        "| 90% band coverage | fills within 48 h: missed, median abs err "
+        "| 90% band coverage | band: median high/low, open "
+        "| fills within 48 h: missed, median abs err "
         "| full reported full | retired not forecast |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     generators = {
         _GENERATOR_NAMES[key]: _build(key, arguments.seed, arguments.volumes, horizon)
         for key in sorted(set(arguments.generators))
@@ -296,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {name} | {method} | {result['fills']} | {result['missed']} | "
                 f"{result['median']:.1f} | {result['p90']:.1f} | {result['falseFills']} | "
                 f"{result['coverage'] if method.startswith('envelope') else '-'} | "
+                f"{result['width'] if method.startswith('envelope') else '-'} | "
                 f"{result['urgent']} | {result['full']} | {result['retired']} |"
             )
         print(

@@ -77,6 +77,8 @@ class ForecastParams:
     next_day_hours: float = 24.0
     """How far ahead yesterday's climb is repeated from the level now (``envelope_next_day``):
     one daily cycle."""
+    short_window_hours: float = 6.0
+    """The window of the band's early side (``envelope_windows``): node_exporter's."""
     retired_after_hours: float = 24.0
     """A volume without a snapshot for longer than this before ``at`` is retired (silent)."""
 

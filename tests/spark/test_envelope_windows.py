@@ -1,0 +1,80 @@
+"""The band spans the short window's and the week's fill times.
+
+Hand-made hourly series whose answer follows from their construction (rates, levels,
+capacities), never from the code under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spark_history.envelope_forecast import ForecastParams, Trend, VolumeForecast
+from spark_history.envelope_windows import line_slope, span_windows
+
+pytestmark = pytest.mark.spark
+
+CAPACITY = 1_000_000.0
+PARAMS = ForecastParams()
+HOURS = np.arange(-167.5, 0.0, 1.0)
+"""Hourly bucket midpoints of the last week; the newest is -0.5."""
+
+
+def _fill(hours: float | None, low: float | None, high: float | None) -> VolumeForecast:
+    return VolumeForecast(Trend.GROWING, 1.0, 0.5, 1.5, 5e5, hours, low, high, 0, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    slope=st.floats(min_value=-5_000.0, max_value=5_000.0),
+    window=st.sampled_from([6.0, 24.0, 72.0, 168.0]),
+)
+def test_the_slope_of_a_line_is_its_slope(slope: float, window: float) -> None:
+    values = 500_000.0 + slope * HOURS
+    assert line_slope(HOURS, values, window) == pytest.approx(slope, abs=1e-6)
+
+
+def test_a_burst_running_now_pulls_the_early_side_to_its_own_fill_time() -> None:
+    """1,000/h all week, then 20,000/h over the last 6 hours up to 880,000: at the burst's
+    rate the disk is full 6 h after the newest hour."""
+    values = np.where(HOURS < -6.5, 760_000.0 + 1_000.0 * (HOURS + 6.5), 0.0)
+    burst = HOURS >= -6.5
+    values[burst] = 760_000.0 + 20_000.0 * (HOURS[burst] + 6.5)
+    level = 760_000.0 + 20_000.0 * 6.0
+    result = span_windows(_fill(100.0, 60.0, 140.0), HOURS, values, CAPACITY, PARAMS)
+    assert result.hours_to_full == 100.0
+    assert result.hours_to_full_low == pytest.approx(-0.5 + (CAPACITY - level) / 20_000.0)
+    # The week's line, burst included, fills within 140 h: the late side stays.
+    assert result.hours_to_full_high == 140.0
+
+
+def test_a_week_that_grew_slower_pushes_the_late_side_out() -> None:
+    """The week's line rises 500/h: from 900,000 full 200 h after the newest hour."""
+    values = 900_000.0 + 500.0 * (HOURS + 0.5)
+    result = span_windows(_fill(50.0, 40.0, 60.0), HOURS, values, CAPACITY, PARAMS)
+    assert result.hours_to_full_high == pytest.approx(-0.5 + 100_000.0 / 500.0)
+    assert result.hours_to_full_low == 40.0  # the short window says the same 200 h
+
+
+def test_a_week_that_did_not_grow_opens_the_late_side() -> None:
+    values = 900_000.0 - 100.0 * (HOURS + 0.5)
+    result = span_windows(_fill(50.0, 40.0, 60.0), HOURS, values, CAPACITY, PARAMS)
+    assert result.hours_to_full_high is None
+    assert result.hours_to_full_low == 40.0  # a falling short window says nothing early
+
+
+def test_no_fill_and_an_open_late_side_stay_as_they_are() -> None:
+    values = 900_000.0 + 5_000.0 * (HOURS + 0.5)
+    none = _fill(None, None, None)
+    assert span_windows(none, HOURS, values, CAPACITY, PARAMS) == none
+    opened = span_windows(_fill(50.0, 40.0, None), HOURS, values, CAPACITY, PARAMS)
+    assert opened.hours_to_full_high is None
+    assert opened.hours_to_full_low == pytest.approx(-0.5 + 100_000.0 / 5_000.0)
+
+
+def test_the_band_never_starts_before_now() -> None:
+    values = 990_000.0 + 50_000.0 * (HOURS + 0.5)
+    result = span_windows(_fill(2.0, 1.0, 3.0), HOURS, values, CAPACITY, PARAMS)
+    assert result.hours_to_full_low == 0.0
