@@ -1,4 +1,4 @@
-"""Forecast accuracy on six generators against predict_linear over 6 h and 72 h, in one run.
+"""Forecast accuracy on seven generators against predict_linear over 6 h and 72 h, in one run.
 
 Generator 1 is ``spark_history.synthetic`` (the one the forecast was developed on); generator
 2 is ``benchmarks.history_scenarios`` (weekly cycles, AR(1) noise, acceleration, disk
@@ -10,7 +10,9 @@ the other generators, after generator 3's scores had been seen (a fresh blind se
 generator 5 is ``benchmarks.history_scenarios_field``, written the same way after generator
 4's scores had been seen and scored once, with the forecast as it then stood; generator 6
 is ``benchmarks.history_scenarios_sre``, written the same way after generator 5's scores had
-been seen and the next-day floor built on them. The
+been seen and the next-day floor built on them; generator 7 is
+``benchmarks.history_scenarios_cloud``, written the same way after generator 6's scores had
+been seen and the window band built on them. The
 envelope forecast runs with the pandas engine (the same per-volume code as on Spark; a test
 checks they agree). Scored per method, in the same run:
 
@@ -19,13 +21,13 @@ checks they agree). Scored per method, in the same run:
 - false fills on volumes that do not fill within the horizon;
 - band coverage (envelope only): the share of forecast fills whose true time lies in
   [hoursToFullLow, hoursToFullHigh] (the band named 90%);
-- band width (envelope only): the median of high / low over bands starting after now (an
-  open late side counts as infinite) and the share of open bands;
+- how far the band commits (envelope only): the share of bands open on the late side (a
+  lower bound only), and of the closed ones their coverage and median high / low;
 - fills within 48 h (``URGENT_HOURS``): how many, missed, median absolute error;
 - full volumes reported full (hours 0) and retired volumes left unforecast (generator 2).
 
 Run: ``python -m benchmarks.history_accuracy_compare [--volumes N] [--seed S]
-[--generators 1,2,3,4,5,6]`` (``--generators 1,2`` skips the blind generators 3-6 without
+[--generators 1,2,3,4,5,6,7]`` (``--generators 1,2`` skips the blind generators 3-7 without
 importing their modules).
 """
 
@@ -112,7 +114,7 @@ def score(
 ) -> dict[str, object]:
     errors, covered, fills, missed, false_fills, quiet = [], 0, 0, 0, 0, 0
     urgent: list[float] = []  # absolute errors on fills within URGENT_HOURS (inf: missed)
-    widths: list[float] = []  # high / low of each band of a forecast fill (inf: open)
+    bands: list[tuple[float, float, bool]] = []  # (low, high, covered); high inf: open
     full_ok = full = retired = retired_ok = 0
     for key, case in cases.items():
         predicted = predictions.get(key, Prediction(None))
@@ -135,9 +137,9 @@ def score(
                 continue
             errors.append(abs(predicted.hours - case.fill_hours))
             if predicted.low is not None and predicted.high is not None:
-                covered += predicted.low <= case.fill_hours <= predicted.high
-                if predicted.low > 0:
-                    widths.append(predicted.high / predicted.low)
+                inside = predicted.low <= case.fill_hours <= predicted.high
+                covered += inside
+                bands.append((predicted.low, predicted.high, inside))
         else:
             quiet += 1
             false_fills += predicted.hours is not None
@@ -150,7 +152,7 @@ def score(
         "falseFills": f"{false_fills} / {quiet}",
         "coverage": f"{100.0 * covered / array.size:.0f}%" if array.size and covered else "-",
         "urgent": _urgent(urgent),
-        "width": _width(widths),
+        "width": _width(bands),
         "full": f"{full_ok} / {full}" if full else "-",
         "retired": f"{retired_ok} / {retired}" if retired else "-",
     }
@@ -166,13 +168,20 @@ def _urgent(errors: list[float]) -> str:
     return f"{len(errors)}, {len(errors) - len(found)} missed, {median}"
 
 
-def _width(ratios: list[float]) -> str:
-    """How wide the bands are: the median of high / low over the bands that start after
-    now (an open late side counts as infinite), and the share of open bands."""
-    if not ratios:
+def _width(bands: list[tuple[float, float, bool]]) -> str:
+    """How far the bands commit: the share open on the late side (a lower bound only), and
+    of the closed ones the coverage and the median of high / low (those starting after
+    now)."""
+    if not bands:
         return "-"
-    opened = sum(not math.isfinite(ratio) for ratio in ratios)
-    return f"{float(np.median(ratios)):.1f}, {100.0 * opened / len(ratios):.0f}% open"
+    closed = [(low, high, inside) for low, high, inside in bands if math.isfinite(high)]
+    share = f"{100.0 * (len(bands) - len(closed)) / len(bands):.0f}% open"
+    if not closed:
+        return share
+    ratios = [high / low for low, high, _ in closed if low > 0]
+    median = f", median high/low {float(np.median(ratios)):.1f}" if ratios else ""
+    inside = sum(inside for _, _, inside in closed)
+    return f"{share}; closed: {inside} / {len(closed)} covered{median}"
 
 
 def _missed_by_kind(
@@ -229,7 +238,7 @@ def scenario_generator(
 def blind_generator(
     key: str, seed: int, volumes: int, horizon: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[Key, Case], datetime]:
-    """Generator 3, 4, 5 or 6, imported only when asked for (``--generators`` may leave them
+    """Generator 3 to 7, imported only when asked for (``--generators`` may leave them
     out)."""
     module = cast(ScenarioModule, importlib.import_module(f"benchmarks.{_BLIND_MODULES[key]}"))
     return scenario_generator(module, seed, volumes, horizon)
@@ -251,12 +260,14 @@ _GENERATOR_NAMES = {
     "4": "4 (history_scenarios_fresh.py, blind)",
     "5": "5 (history_scenarios_field.py, blind)",
     "6": "6 (history_scenarios_sre.py, blind)",
+    "7": "7 (history_scenarios_cloud.py, blind)",
 }
 _BLIND_MODULES = {
     "3": "history_scenarios_blind",
     "4": "history_scenarios_fresh",
     "5": "history_scenarios_field",
     "6": "history_scenarios_sre",
+    "7": "history_scenarios_cloud",
 }
 
 
@@ -278,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--generators",
         type=_generator_names,
         default=list(_GENERATOR_NAMES),
-        help="comma-separated generators to run (default all: 1,2,3,4,5,6)",
+        help="comma-separated generators to run (default all: 1-7)",
     )
     arguments = parser.parse_args(argv)
     params = ForecastParams()
@@ -286,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine: {describe_machine()}")
     print(
         "| generator | method | fills | missed | median abs err (h) | p90 (h) | false fills "
-        "| 90% band coverage | band: median high/low, open "
+        "| 90% band coverage | band: open late side; closed bands "
         "| fills within 48 h: missed, median abs err "
         "| full reported full | retired not forecast |"
     )
