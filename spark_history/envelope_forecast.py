@@ -54,7 +54,10 @@ topic adds a step that a line reads as fast growth. The method here:
    step-free envelope, repeated from the level now for ``next_day_hours``: when it reaches
    capacity before any other fill time, its time is reported (trend ``growing-next-day``).
    Not after a retention drop in the last three days, nor against a strong stop.
-10. **Every window's rate in the band** (``envelope_windows``). A fill's band also spans the
+10. **Short line's alert** (``envelope_windows``). When the least-squares line over the last
+    ``short_window_hours`` (node_exporter's) fills within ``short_line_alert_hours`` and
+    before any other fill time, its time is reported (trend ``growing-short-line``).
+11. **Every window's rate in the band** (``envelope_windows``). A fill's band also spans the
     fill times at the least-squares rates of the last ``short_window_hours`` (its early
     side) and of the week (its late side; open when the week did not grow).
 """
@@ -84,7 +87,7 @@ from spark_history.envelope_steps import (
     remove_steps,
     teeth_of,
 )
-from spark_history.envelope_windows import span_windows
+from spark_history.envelope_windows import span_windows, with_short_line
 from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast, no_fill
 from spark_history.growth_evidence import judge_growth, long_rate
 from spark_history.robust_trend import FloatArray, theil_sen, without_daily_cycle
@@ -156,7 +159,8 @@ def forecast_hourly(
         reading.forecast, line_fill(hours, values, capacity, params), strong_stop=False
     )
     repeat = next_day_fill(hours, reading.adjusted, capacity, params, drops=reading.drop_mask)
-    return span_windows(with_next_day(verdict, repeat), hours, values, capacity, params)
+    result = with_short_line(with_next_day(verdict, repeat), hours, values, capacity, params)
+    return span_windows(result, hours, values, capacity, params)
 
 
 class _Reading(NamedTuple):

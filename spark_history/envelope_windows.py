@@ -1,4 +1,16 @@
-"""The band spans what every window's rate says (``envelope_forecast`` step 10). Pure numpy.
+"""What plain lines over other windows say (``envelope_forecast`` steps 10 and 11). Pure numpy.
+
+**Step 10, the short line's alert.** node_exporter's standard alert (``NodeFilesystemSpace
+FillingUp`` in its mixin) fires when ``predict_linear`` over the last 6 h reaches zero free
+space within 24 h (and under 40 % is free; this step asks no such level). Operators have
+that alert already; the forecast must never tell them later. So when
+the least-squares line through the hourly envelope over the last ``short_window_hours``,
+from the level now, reaches capacity within ``short_line_alert_hours`` and before the
+forecast's fill time (or where it has none), its time is reported (trend
+``growing-short-line``). A burst or a reassignment running now is such a climb: the
+envelope takes its steps out, the line does not.
+
+**Step 11, every window's rate in the band.**
 
 The band of steps 7 to 9 comes from rates the method trusts: the fit window's, the week's
 when significant, their back-tested misses, the next day's climb. The future can follow a
@@ -22,7 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from spark_history.forecast_types import ForecastParams, VolumeForecast
+from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast
 from spark_history.robust_trend import FloatArray
 
 MIN_POINTS = 3
@@ -62,3 +74,37 @@ def span_windows(
         week = line_slope(hours, values, params.lookback_hours)
         high = max(high, now + room / week) if week > 0 else None
     return replace(result, hours_to_full_low=low, hours_to_full_high=high)
+
+
+def with_short_line(
+    result: VolumeForecast,
+    hours: FloatArray,
+    values: FloatArray,
+    capacity: float,
+    params: ForecastParams,
+) -> VolumeForecast:
+    """``result``, or the short line's fill when it comes within ``short_line_alert_hours``
+    and before ``result``'s (step 10). Its band's early side is its own time (step 11 widens
+    it); the late side stays the forecast's, open where the forecast had no fill."""
+    if hours.size < MIN_POINTS:
+        return result
+    slope = line_slope(hours, values, params.short_window_hours)
+    if not slope > 0:
+        return result
+    room = max(capacity - float(values[-1]), 0.0)
+    fill = max(float(hours[-1]) + room / slope, 0.0)
+    if fill > params.short_line_alert_hours:
+        return result
+    if result.hours_to_full is not None and result.hours_to_full <= fill:
+        return result
+    low = result.hours_to_full_low
+    return replace(
+        result,
+        trend=Trend.GROWING_SHORT_LINE,
+        slope_per_hour=slope,
+        slope_low=math.nan,
+        slope_high=math.nan,
+        level=float(values[-1]),
+        hours_to_full=fill,
+        hours_to_full_low=fill if low is None else min(low, fill),
+    )

@@ -114,6 +114,12 @@ def _growth_reason(trend: Trend, params: ForecastParams) -> str | None:
             f"no fill by the envelope method, but a line over the last {params.fit_hours:g} h"
             " fills and nothing shows growth stopped"
         )
+    if trend is Trend.GROWING_SHORT_LINE:
+        return (
+            f"a line over the last {params.short_window_hours:g} h (node_exporter's alert) "
+            f"fills within {params.short_line_alert_hours:g} h, before the other methods' "
+            "fill time"
+        )
     if trend is Trend.GROWING_NEXT_DAY:
         return (
             "yesterday's climb from this hour, repeated from the level now, fills within "

@@ -22,6 +22,9 @@ class Trend(StrEnum):
     GROWING_NEXT_DAY = "growing-next-day"
     """Yesterday's climb from this hour, repeated from the level now, fills within
     ``next_day_hours``, before any other fill time (``envelope_next_day``)."""
+    GROWING_SHORT_LINE = "growing-short-line"
+    """The least-squares line over the last ``short_window_hours`` (node_exporter's alert)
+    fills within ``short_line_alert_hours``, before any other fill time (``envelope_windows``)."""
     PLATEAU = "plateau"
     """Growth stopped for longer than ``stop_hours`` (retention reached)."""
     RETENTION = "retention"
@@ -78,7 +81,9 @@ class ForecastParams:
     """How far ahead yesterday's climb is repeated from the level now (``envelope_next_day``):
     one daily cycle."""
     short_window_hours: float = 6.0
-    """The window of the band's early side (``envelope_windows``): node_exporter's."""
+    """The short line's window (``envelope_windows``): node_exporter's ``predict_linear``."""
+    short_line_alert_hours: float = 24.0
+    """How soon the short line must fill to be reported: node_exporter's alert's 24 h."""
     retired_after_hours: float = 24.0
     """A volume without a snapshot for longer than this before ``at`` is retired (silent)."""
 

@@ -1,4 +1,4 @@
-"""The band spans the short window's and the week's fill times.
+"""The short line's alert, and the band spanning the short window's and the week's fill times.
 
 Hand-made hourly series whose answer follows from their construction (rates, levels,
 capacities), never from the code under test.
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_history.envelope_forecast import ForecastParams, Trend, VolumeForecast
-from spark_history.envelope_windows import line_slope, span_windows
+from spark_history.envelope_windows import line_slope, span_windows, with_short_line
 
 pytestmark = pytest.mark.spark
 
@@ -78,3 +78,42 @@ def test_the_band_never_starts_before_now() -> None:
     values = 990_000.0 + 50_000.0 * (HOURS + 0.5)
     result = span_windows(_fill(2.0, 1.0, 3.0), HOURS, values, CAPACITY, PARAMS)
     assert result.hours_to_full_low == 0.0
+
+
+def test_a_burst_the_envelope_reads_as_a_step_is_reported_at_the_short_line_s_time() -> None:
+    """Flat at 760,000, then 20,000/h for the last 6 h: from 880,000 the short line fills
+    6 h after the newest hour; the forecast before it said "no fill"."""
+    values = np.full(HOURS.size, 760_000.0)
+    burst = HOURS >= -6.5
+    values[burst] = 760_000.0 + 20_000.0 * (HOURS[burst] + 6.5)
+    none = VolumeForecast(Trend.RETENTION, 0.0, 0.0, 0.0, 7.6e5, None, None, None, 0, 1)
+    result = with_short_line(none, HOURS, values, CAPACITY, PARAMS)
+    assert result.trend is Trend.GROWING_SHORT_LINE
+    assert result.hours_to_full == pytest.approx(-0.5 + 120_000.0 / 20_000.0)
+    assert result.hours_to_full_low == result.hours_to_full
+    assert result.hours_to_full_high is None
+    assert result.slope_per_hour == pytest.approx(20_000.0)
+    assert result.drops == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(rate=st.floats(min_value=500.0, max_value=50_000.0), point=st.floats(1.0, 2_000.0))
+def test_the_short_line_only_moves_a_fill_within_a_day_and_earlier(
+    rate: float, point: float
+) -> None:
+    values = 800_000.0 + rate * (HOURS + 0.5)
+    short = -0.5 + 200_000.0 / rate
+    result = with_short_line(_fill(point, point / 2, point * 2), HOURS, values, CAPACITY, PARAMS)
+    if short <= PARAMS.short_line_alert_hours and short < point:
+        assert result.trend is Trend.GROWING_SHORT_LINE
+        assert result.hours_to_full == pytest.approx(short)
+        assert result.hours_to_full_high == point * 2
+    else:
+        assert result.trend is Trend.GROWING
+        assert result.hours_to_full == point
+
+
+def test_a_falling_short_line_says_nothing() -> None:
+    values = 990_000.0 - 1_000.0 * (HOURS + 0.5)
+    none = _fill(None, None, None)
+    assert with_short_line(none, HOURS, values, CAPACITY, PARAMS) == none

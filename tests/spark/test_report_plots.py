@@ -26,7 +26,13 @@ def forecast_row(trend: str) -> pd.Series:
 
 @pytest.mark.parametrize(
     ("trend", "lines"),
-    [("growing", 1), ("growing-line-floor", 1), ("growing-next-day", 1), ("plateau", 0)],
+    [
+        ("growing", 1),
+        ("growing-line-floor", 1),
+        ("growing-next-day", 1),
+        ("growing-short-line", 1),
+        ("plateau", 0),
+    ],
 )
 def test_forecast_line_for_growing_trends_only(trend: str, lines: int) -> None:
     axis = Figure().add_subplot()
