@@ -87,7 +87,7 @@ from spark_history.envelope_steps import (
     remove_steps,
     teeth_of,
 )
-from spark_history.envelope_windows import span_windows, with_short_line
+from spark_history.envelope_windows import span_windows, window_lines, with_short_line
 from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast, no_fill
 from spark_history.growth_evidence import judge_growth, long_rate
 from spark_history.robust_trend import FloatArray, theil_sen, without_daily_cycle
@@ -159,8 +159,8 @@ def forecast_hourly(
         reading.forecast, line_fill(hours, values, capacity, params), strong_stop=False
     )
     repeat = next_day_fill(hours, reading.adjusted, capacity, params, drops=reading.drop_mask)
-    result = with_short_line(with_next_day(verdict, repeat), hours, values, capacity, params)
-    return span_windows(result, hours, values, capacity, params)
+    lines = window_lines(hours, values, capacity, params)
+    return span_windows(with_short_line(with_next_day(verdict, repeat), lines, params), lines)
 
 
 class _Reading(NamedTuple):

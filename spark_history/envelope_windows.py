@@ -30,7 +30,7 @@ The point forecast does not move: only how sure it says it is.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,47 +52,63 @@ def line_slope(hours: FloatArray, values: FloatArray, window_hours: float) -> fl
     return float(np.dot(dx, y - y.mean()) / np.dot(dx, dx))
 
 
-def span_windows(
-    result: VolumeForecast,
-    hours: FloatArray,
-    values: FloatArray,
-    capacity: float,
-    params: ForecastParams,
-) -> VolumeForecast:
+@dataclass(frozen=True, slots=True)
+class WindowLines:
+    """The two plain lines of steps 10 and 11, measured once per volume: their slopes (NaN
+    without enough points) and where the envelope stands now."""
+
+    short_slope: float
+    week_slope: float
+    level: float
+    now: float
+    """The newest hour (its bucket midpoint, hours from ``at``)."""
+    room: float
+    """Capacity left above ``level``."""
+
+    def fill(self, slope: float) -> float:
+        """Hours from ``at`` until a line of ``slope`` (> 0) from the level now is full."""
+        return max(self.now + self.room / slope, 0.0)
+
+
+def window_lines(
+    hours: FloatArray, values: FloatArray, capacity: float, params: ForecastParams
+) -> WindowLines | None:
+    """The short window's and the week's lines through the envelope (steps left in); None
+    with fewer than ``MIN_POINTS`` hours."""
+    if hours.size < MIN_POINTS:
+        return None
+    level = float(values[-1])
+    return WindowLines(
+        line_slope(hours, values, params.short_window_hours),
+        line_slope(hours, values, params.lookback_hours),
+        level,
+        float(hours[-1]),
+        max(capacity - level, 0.0),
+    )
+
+
+def span_windows(result: VolumeForecast, lines: WindowLines | None) -> VolumeForecast:
     """``result`` with its band widened to the short window's and the week's fill times
-    (``hours``: hourly bucket midpoints before ``at``, ascending; ``values``: the envelope,
-    steps left in). A forecast without a fill, or without a band, is returned as it is."""
+    (step 11). A forecast without a fill, or without a band, is returned as it is."""
     low, high = result.hours_to_full_low, result.hours_to_full_high
-    if result.hours_to_full is None or low is None or hours.size < MIN_POINTS:
+    if lines is None or result.hours_to_full is None or low is None:
         return result
-    room = max(capacity - float(values[-1]), 0.0)
-    now = float(hours[-1])
-    short = line_slope(hours, values, params.short_window_hours)
-    if short > 0:
-        low = max(min(low, now + room / short), 0.0)
+    if lines.short_slope > 0:
+        low = min(low, lines.fill(lines.short_slope))
     if high is not None:
-        week = line_slope(hours, values, params.lookback_hours)
-        high = max(high, now + room / week) if week > 0 else None
+        high = max(high, lines.fill(lines.week_slope)) if lines.week_slope > 0 else None
     return replace(result, hours_to_full_low=low, hours_to_full_high=high)
 
 
 def with_short_line(
-    result: VolumeForecast,
-    hours: FloatArray,
-    values: FloatArray,
-    capacity: float,
-    params: ForecastParams,
+    result: VolumeForecast, lines: WindowLines | None, params: ForecastParams
 ) -> VolumeForecast:
     """``result``, or the short line's fill when it comes within ``short_line_alert_hours``
     and before ``result``'s (step 10). Its band's early side is its own time (step 11 widens
     it); the late side stays the forecast's, open where the forecast had no fill."""
-    if hours.size < MIN_POINTS:
+    if lines is None or not lines.short_slope > 0:
         return result
-    slope = line_slope(hours, values, params.short_window_hours)
-    if not slope > 0:
-        return result
-    room = max(capacity - float(values[-1]), 0.0)
-    fill = max(float(hours[-1]) + room / slope, 0.0)
+    fill = lines.fill(lines.short_slope)
     if fill > params.short_line_alert_hours:
         return result
     if result.hours_to_full is not None and result.hours_to_full <= fill:
@@ -101,10 +117,10 @@ def with_short_line(
     return replace(
         result,
         trend=Trend.GROWING_SHORT_LINE,
-        slope_per_hour=slope,
+        slope_per_hour=lines.short_slope,
         slope_low=math.nan,
         slope_high=math.nan,
-        level=float(values[-1]),
+        level=lines.level,
         hours_to_full=fill,
         hours_to_full_low=fill if low is None else min(low, fill),
     )
