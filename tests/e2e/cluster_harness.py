@@ -199,6 +199,8 @@ class RateProbe:
     message_size: int = 16 * 1024
     deliveries: deque[tuple[float, int]] = field(default_factory=deque)
     errors: list[str] = field(default_factory=list)
+    client_events: list[tuple[float, str]] = field(default_factory=list)
+    """What librdkafka reported on its own (disconnects, timed-out requests), and when."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -216,6 +218,7 @@ class RateProbe:
                 "batch.size": 64 * 1024,
                 "queue.buffering.max.kbytes": 1024,
                 "message.timeout.ms": 600_000,
+                "error_cb": self._client_event,
             }
         )
         payload = b"x" * self.message_size
@@ -233,6 +236,9 @@ class RateProbe:
                 producer.poll(0.05)
             producer.poll(0)
         producer.flush(5)
+
+    def _client_event(self, error: KafkaError) -> None:
+        self.client_events.append((time.monotonic(), str(error)))
 
     def rate(self, window_s: float) -> float:
         """Bytes per second delivered over the last ``window_s`` seconds."""
@@ -261,11 +267,13 @@ def probe_status(probes: list[RateProbe], since: float | None = None) -> str:
     parts = []
     for probe in probes:
         last = probe.deliveries[-1][0] if probe.deliveries else None
+        events = [(round(now - at, 1), text) for at, text in probe.client_events[-5:]]
         parts.append(
             f"{probe.topic}: {probe.rate(2) / 1024:.0f} KiB/s over 2 s,"
             f" {probe.rate(30) / 1024:.0f} KiB/s over 30 s, last delivery"
             f" {'never' if last is None else f'{now - last:.1f} s ago'}, errors {probe.errors[-3:]}"
             + ("" if since is None else f", KiB/s per second since: {probe.timeline(since)}")
+            + f", client events (s ago): {events}"
         )
     return "; ".join(parts)
 
