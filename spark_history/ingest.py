@@ -12,7 +12,10 @@ row. (Read the dataset with Spark, or with a reader that honours ``_spark_metada
 glob of ``*.parquet`` can see the orphaned files of a crashed attempt.)
 
 Skipped messages (tombstones, invalid values, key mismatches) are counted through
-``DataFrame.observe`` and a streaming listener, per rejection reason.
+``DataFrame.observe``, per rejection reason, and read back from the query's progress. Progress
+is polled from the driver, not pushed to a Python ``StreamingQueryListener``: a Python listener
+is a Py4J callback from the JVM, and in cluster deploy mode its last call raced the driver's
+exit (an ``ERROR StreamingQueryListenerBus`` in the driver's log).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
-from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from spark_history import storage
 from spark_history.errors import HistoryUsageError
@@ -127,23 +130,21 @@ def run_ingest(
     # run on a cluster adds (tasks x dates) files. Shuffled by date, a run adds one file per
     # date partition it touches: 24 hourly runs leave 24 files in a day's partition.
     rows = rows.repartition(F.col("date"))
-    listener = _ProgressListener(stream)
-    session.streams.addListener(listener)
     # Counts are read back from the query's progress history, which must cover every batch.
     session.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(_MAX_BATCHES))
-    try:
-        query = (
-            rows.writeStream.format("parquet")
-            .option("checkpointLocation", checkpoint)
-            .option("path", output)
-            .partitionBy("date")
-            .outputMode("append")
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    finally:
-        session.streams.removeListener(listener)
+    query = (
+        rows.writeStream.format("parquet")
+        .option("checkpointLocation", checkpoint)
+        .option("path", output)
+        .partitionBy("date")
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    shown = -1
+    while not query.awaitTermination(PROGRESS_POLL_SECONDS):
+        shown = _show_progress(query.lastProgress, shown, stream)
+    _show_progress(query.lastProgress, shown, stream)
     counts = IngestCounts()
     for progress in query.recentProgress:
         _add_progress(counts, progress.observedMetrics)
@@ -151,6 +152,8 @@ def run_ingest(
 
 
 _MAX_BATCHES = 1_000_000
+PROGRESS_POLL_SECONDS = 2
+"""How often the driver looks at the query's progress while it runs."""
 
 
 def _add_progress(counts: IngestCounts, metrics: Mapping[str, object]) -> None:
@@ -168,26 +171,16 @@ def _add_progress(counts: IngestCounts, metrics: Mapping[str, object]) -> None:
         counts.rows += int(rows["rows"] or 0)  # type: ignore[index]
 
 
-class _ProgressListener(StreamingQueryListener):
-    """One stderr line per finished micro-batch, so a long backlog shows it is moving."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def onQueryStarted(self, event: object) -> None:  # noqa: N802 - Spark's API
-        return None
-
-    def onQueryIdle(self, event: object) -> None:  # noqa: N802
-        return None
-
-    def onQueryTerminated(self, event: object) -> None:  # noqa: N802
-        return None
-
-    def onQueryProgress(self, event: object) -> None:  # noqa: N802
-        progress = event.progress  # type: ignore[attr-defined]
-        print(
-            f"[history] ingest batch {progress.batchId}: {progress.numInputRows} messages "
-            f"in {progress.batchDuration / 1000:.1f} s",
-            file=self._stream,
-            flush=True,
-        )
+def _show_progress(progress: StreamingQueryProgress | None, shown: int, stream: TextIO) -> int:
+    """Prints the newest finished micro-batch if it was not shown yet; returns the newest
+    batch id shown. At most one line per poll: batches faster than the poll are summed up in
+    the run's total, not listed."""
+    if progress is None or progress.batchId <= shown:
+        return shown
+    print(
+        f"[history] ingest batch {progress.batchId}: {progress.numInputRows} messages"
+        f" in {progress.batchDuration / 1000:.1f} s",
+        file=stream,
+        flush=True,
+    )
+    return progress.batchId

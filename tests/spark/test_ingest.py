@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,7 +36,11 @@ def test_reingest_adds_nothing_and_new_files_are_picked_up(
     # Hadoop URIs, as a user on a cluster passes them.
     checkpoint, dataset = (tmp_path / "checkpoint").as_uri(), (tmp_path / "dataset").as_uri()
 
-    first = run_ingest(spark, JsonlSource(inbox.as_uri()), checkpoint, dataset)
+    progress = io.StringIO()
+    first = run_ingest(spark, JsonlSource(inbox.as_uri()), checkpoint, dataset, progress)
+    # One file, one micro-batch: its progress line counts every line read, blank ones too.
+    lines_in_file = len((inbox / "one.jsonl").read_text().splitlines())
+    assert f"[history] ingest batch 0: {lines_in_file} messages in " in progress.getvalue()
     assert first.rows == first_rows
     assert first.skipped["malformed_json"] == 1
     assert first.skipped["unsupported_version"] == 1
