@@ -15,12 +15,13 @@ Used by ``benchmarks/history_accuracy_compare.py``; the forecast's code is not i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from benchmarks.history_scenario_truth import Truth
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -37,16 +38,6 @@ KINDS: tuple[str, ...] = (
     "gap",
     "retired",
 )
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    """Hours after ``AT`` until full (0: full already), None: not within the search."""
-    retired: bool
 
 
 def _rate(hours: FloatArray, volume: dict[str, float]) -> FloatArray:

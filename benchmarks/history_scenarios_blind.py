@@ -43,6 +43,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks.history_scenario_truth import Truth
+
 AT = datetime(2026, 11, 18, 9, 30, tzinfo=UTC)
 """The evaluation instant: a Wednesday mid-morning (UTC)."""
 
@@ -67,17 +69,6 @@ _PRIMARY = (
 )
 _PRIMARY_P = (0.28, 0.16, 0.15, 0.11, 0.16, 0.14)
 _NOMINAL = (480e9, 960e9, 1.92e12, 3.84e12, 2.0**40, 2 * 2.0**40, 4 * 2.0**40)
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    """Hours after AT until consumed >= capacity in force (0.0: full at AT); None: not within
-    the horizon (always None for a retired broker's volumes)."""
-    retired: bool
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from benchmarks.history_scenario_truth import ROW_COLUMNS, Truth
 from benchmarks.history_scenarios_cloud_model import (
     FULL,
     KIND_BY_NAME,
@@ -45,8 +46,6 @@ from benchmarks.history_scenarios_cloud_model import (
 )
 
 AT = datetime(2026, 2, 2, 3, 0, tzinfo=UTC)  # a Monday, 03:00 UTC
-ROW_COLUMNS = ["brokerId", "volumeName", "path", "snapshotAt", "capacity", "consumed", "free"]
-TOMBSTONE_COLUMNS = ["brokerId", "snapshotAt"]
 GIB = 1 << 30
 BLOCK = 4096
 DISK_SIZES_GIB = (100, 250, 500, 1000, 1000, 1500, 2000, 4000, 8000)
@@ -55,15 +54,6 @@ VOLUMES_PER_BROKER_P = (0.12, 0.2, 0.18, 0.25, 0.1, 0.15)
 MEASUREMENT_NOISE = 2e-6  # of capacity: writes landing while the filesystem is sampled
 RETIRED_SHARE = 0.06
 GAP_SHARE, DUP_SHARE, SKEW_SHARE = 0.1, 0.1, 0.05
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    retired: bool
 
 
 @dataclass

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks.history_scenario_truth import ROW_COLUMNS, TOMBSTONE_COLUMNS, Truth
 from benchmarks.history_scenarios_field_kinds import (
     KINDS,
     Context,
@@ -61,20 +62,9 @@ from benchmarks.history_scenarios_field_model import (
 
 AT = datetime(2026, 9, 15, 9, 0, tzinfo=UTC)
 """The forecast instant, a Tuesday."""
-ROW_COLUMNS = ["brokerId", "volumeName", "path", "snapshotAt", "capacity", "consumed", "free"]
-TOMBSTONE_COLUMNS = ["brokerId", "snapshotAt"]
 BLOCK = 4096
 DISK_SIZES = (480e9, 960e9, 1.92e12, 3.84e12, 7.68e12, 500 * 2**30, 2**40, 2**41, 2**42)
 FLAW_ORDER = ("gap", "dup", "skew", "retired")
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    retired: bool
 
 
 def _blocks(size: float) -> float:

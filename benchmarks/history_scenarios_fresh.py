@@ -14,6 +14,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks.history_scenario_truth import Truth
+
 Array = npt.NDArray[np.float64]
 Rng = np.random.Generator
 
@@ -40,15 +42,6 @@ _FILL = {entry[0]: entry[2] for entry in _TABLE if len(entry) == 3}
 _TOTAL = sum(int(entry[1]) for entry in _TABLE)
 _BURST_GAIN = 1.0 + 3150.0 / DAY * 1.25  # one a day, 3150 s long, 2.25 times the rate on average
 _BASES = {"full": ("ramp", "steady", "steady"), "retired": ("plateau", "steady")}
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    retired: bool
 
 
 @dataclass

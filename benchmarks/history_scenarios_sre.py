@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from benchmarks.history_scenario_truth import Truth
 from benchmarks.history_scenarios_sre_model import (
     BLOCK,
     BOUNDED_KINDS,
@@ -46,8 +47,6 @@ from benchmarks.history_scenarios_sre_model import (
 )
 
 AT = datetime(2026, 6, 19, 16, 0, tzinfo=UTC)
-ROW_COLUMNS = ["brokerId", "volumeName", "path", "snapshotAt", "capacity", "consumed", "free"]
-TOMBSTONE_COLUMNS = ["brokerId", "snapshotAt"]
 
 KIND_WEIGHTS: dict[str, float] = {
     "plateau": 0.15,
@@ -78,15 +77,6 @@ JBOD_CHOICES = ([1, 2, 4, 6, 8, 12], [0.15, 0.2, 0.25, 0.15, 0.15, 0.1])
 EBS_GIB = [1000, 1500, 2000, 3000, 4000, 8000, 12000, 16000]
 NVME_BYTES = [960_197_124_096, 1_920_383_410_176, 3_840_755_982_336, 7_681_501_126_656]
 INTERVALS = ([30.0, 60.0, 120.0, 300.0], [0.1, 0.3, 0.25, 0.35])
-
-
-@dataclass(frozen=True)
-class Truth:
-    broker_id: int
-    volume_name: str
-    kind: str
-    fill_hours: float | None
-    retired: bool
 
 
 @dataclass(frozen=True)

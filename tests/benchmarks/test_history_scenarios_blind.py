@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.history_scenarios_blind import AT, Truth, _ar1, generate
+from benchmarks.history_scenario_truth import Truth
+from benchmarks.history_scenarios_blind import AT, _ar1, generate
 
 HORIZON = 168.0
 Scenario = tuple[pd.DataFrame, pd.DataFrame, list[Truth]]

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.history_scenarios_cloud import AT, Truth, generate
+from benchmarks.history_scenario_truth import Truth
+from benchmarks.history_scenarios_cloud import AT, generate
 
 SEED, VOLUMES, HORIZON = 2026, 160, 1440.0
 BLOCK = 4096

@@ -12,7 +12,8 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
-from benchmarks.history_scenarios_field import AT, Truth, generate
+from benchmarks.history_scenario_truth import Truth
+from benchmarks.history_scenarios_field import AT, generate
 
 SEED, VOLUMES, HORIZON = 2026, 160, 1440.0
 BLOCK = 4096

@@ -12,7 +12,8 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
-from benchmarks.history_scenarios_fresh import AT, Truth, generate
+from benchmarks.history_scenario_truth import Truth
+from benchmarks.history_scenarios_fresh import AT, generate
 
 HORIZON = 168.0
 VOLUMES = 160

@@ -11,7 +11,8 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
-from benchmarks.history_scenarios_sre import AT, KIND_WEIGHTS, Truth, generate
+from benchmarks.history_scenario_truth import Truth
+from benchmarks.history_scenarios_sre import AT, KIND_WEIGHTS, generate
 
 HORIZON = 1440.0
 VOLUMES = 160
