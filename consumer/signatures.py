@@ -11,9 +11,10 @@ A message is trusted when (see ``schemas.signature``):
    ``CN=kafka-{broker}``), or it is one of the ``cluster_signers`` (a cluster-level publisher
    that measures every broker).
 
-Identities are matched against the subject (RFC 4514, e.g. ``CN=kafka-2,O=acme``), each common
-name alone (``CN=kafka-2``) and each DNS name of the subject alternative names
-(``DNS:kafka-2.kafka.svc``).
+Identities are matched exactly against the whole subject (RFC 4514, e.g. ``CN=kafka-2`` or
+``CN=kafka-2,O=acme``) and each DNS name of the subject alternative names
+(``DNS:kafka-2.kafka.svc``); never against a common name taken out of a longer subject, so
+``CN=kafka-2,O=attacker`` does not match ``CN=kafka-{broker}``.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-from cryptography.x509.oid import NameOID
 
 from schemas.signature import SIGNATURE_HEADER, SIGNER_HEADER, signed_payload
-from schemas.snapshot import MAX_BROKER_ID
+from schemas.snapshot import broker_id_from_key
 
 
 class SignatureMode(StrEnum):
@@ -96,16 +96,13 @@ def identity_pattern(rule: str) -> re.Pattern[str]:
     if rule.count("{broker}") != 1:
         raise ValueError(f"{rule!r} must contain {{broker}} exactly once")
     before, after = rule.split("{broker}")
-    return re.compile(re.escape(before) + r"(?P<broker>[0-9]{1,10})" + re.escape(after))
+    # The broker id as the key spells it (no sign, no leading zero): kafka-02 is no broker.
+    return re.compile(re.escape(before) + r"(?P<broker>0|[1-9][0-9]{0,9})" + re.escape(after))
 
 
 def certificate_identities(certificate: x509.Certificate) -> list[str]:
     """The names a certificate can be matched by (see the module docstring)."""
     names = [certificate.subject.rfc4514_string()]
-    names += [
-        f"CN={_text(attribute.value)}"
-        for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    ]
     try:
         alternatives = certificate.extensions.get_extension_for_class(
             x509.SubjectAlternativeName
@@ -113,10 +110,6 @@ def certificate_identities(certificate: x509.Certificate) -> list[str]:
     except x509.ExtensionNotFound:
         return names
     return names + [f"DNS:{name}" for name in alternatives.get_values_for_type(x509.DNSName)]
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def check_signature(
@@ -149,7 +142,7 @@ def check_signature(
         )
     if not _signature_verifies(certificate, signature, signed_payload(key, value)):
         return SignatureCheck(SignatureOutcome.BAD_SIGNATURE, "signature does not verify", signer)
-    broker_id = _broker_id(key)
+    broker_id = broker_id_from_key(key)
     if broker_id is None or not trust.may_speak_for(certificate_identities(certificate), broker_id):
         return SignatureCheck(
             SignatureOutcome.WRONG_IDENTITY,
@@ -185,9 +178,3 @@ def _signature_verifies(certificate: x509.Certificate, signature: bytes, payload
     except InvalidSignature:
         return False
     return True
-
-
-def _broker_id(key: bytes | None) -> int | None:
-    if key is None or not key.isdigit() or len(key) > 10 or int(key) > MAX_BROKER_ID:
-        return None
-    return int(key)

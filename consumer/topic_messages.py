@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.decode import Rejection, RejectionReason, decode_snapshot
-from schemas.snapshot import MAX_BROKER_ID, VolumeSnapshot
+from schemas.snapshot import VolumeSnapshot, broker_id_from_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +21,9 @@ TopicEvent = VolumeSnapshot | Retirement | Rejection
 def interpret_message(key: bytes | None, value: bytes | None) -> TopicEvent:
     """A snapshot, a retirement (null value), or why the message cannot be used."""
     if value is None:
-        if key is not None and key.isdigit() and 0 < len(key) <= 10 and int(key) <= MAX_BROKER_ID:
-            return Retirement(int(key))
+        broker_id = broker_id_from_key(key)
+        if broker_id is not None:
+            return Retirement(broker_id)
         return Rejection(RejectionReason.INVALID_KEY, f"tombstone with key {key!r:.40}")
     if key is None:
         # Compaction keys by broker id: a keyless message could never be replaced or retired.

@@ -27,7 +27,12 @@ from schemas.json_text import (
     parse_strict_document,
     text_limit_problem,
 )
-from schemas.snapshot import MAX_BROKER_ID, SNAPSHOT_SCHEMA_VERSION, VolumeSnapshot
+from schemas.snapshot import (
+    MAX_BROKER_ID,
+    SNAPSHOT_SCHEMA_VERSION,
+    VolumeSnapshot,
+    broker_id_from_key,
+)
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 """Far above a 1024-volume snapshot; larger values are refused before parsing."""
@@ -61,11 +66,11 @@ def decode_snapshot(value: bytes, key: bytes | None = None) -> VolumeSnapshot | 
     try:
         document = parse_json_text(value)
     except MalformedJsonError as error:
-        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), broker_id_from_key(key))
     try:
         snapshot = build_snapshot(document)
     except TextLimitError as error:
-        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), broker_id_from_key(key))
     except UnsupportedVersionError as error:
         return _refused(document, RejectionReason.UNSUPPORTED_VERSION, str(error), key)
     except FieldError as error:
@@ -82,7 +87,7 @@ def decode_snapshot_reference(value: bytes, key: bytes | None = None) -> VolumeS
     try:
         document = parse_strict_document(value)
     except MalformedJsonError as error:
-        return Rejection(RejectionReason.MALFORMED_JSON, str(error), _broker_id_from_key(key))
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error), broker_id_from_key(key))
     try:
         snapshot = VolumeSnapshot.model_validate_json(value)
     except ValidationError as error:
@@ -96,7 +101,7 @@ def _too_large(value: bytes, key: bytes | None) -> Rejection:
     return Rejection(
         RejectionReason.TOO_LARGE,
         f"{len(value)} bytes is over the {MAX_MESSAGE_BYTES}-byte limit",
-        _broker_id_from_key(key),
+        broker_id_from_key(key),
     )
 
 
@@ -104,16 +109,16 @@ def _refused(document: Any, reason: RejectionReason, detail: str, key: bytes | N
     """A field broke the contract; but a document over a text limit is malformed, whatever else."""
     problem = text_limit_problem(document)
     if problem is not None:
-        return Rejection(RejectionReason.MALFORMED_JSON, problem, _broker_id_from_key(key))
+        return Rejection(RejectionReason.MALFORMED_JSON, problem, broker_id_from_key(key))
     return Rejection(reason, detail[:300], _claimed_broker_id(document, key))
 
 
 def _check_key(snapshot: VolumeSnapshot, key: bytes) -> VolumeSnapshot | Rejection:
-    key_broker_id = _broker_id_from_key(key)
+    key_broker_id = broker_id_from_key(key)
     if key_broker_id is None:
         return Rejection(
             RejectionReason.INVALID_KEY,
-            f"key {key[:40]!r} is not a decimal broker id",
+            f"key {key[:40]!r} is not a canonical decimal broker id",
             snapshot.broker_id,
         )
     if key_broker_id != snapshot.broker_id:
@@ -144,16 +149,9 @@ def _rejection_from_validation(
     return Rejection(RejectionReason.INVALID_FIELD, f"{location}: {first['msg']}"[:300], claimed)
 
 
-def _broker_id_from_key(key: bytes | None) -> int | None:
-    if key is None or not 0 < len(key) <= 10 or not key.isdigit():
-        return None
-    broker_id = int(key)
-    return broker_id if broker_id <= MAX_BROKER_ID else None
-
-
 def _claimed_broker_id(document: Any, key: bytes | None) -> int | None:
     """The key's broker, else the ``brokerId`` of a well-formed document that failed validation."""
-    claimed = _broker_id_from_key(key)
+    claimed = broker_id_from_key(key)
     if claimed is not None or type(document) is not dict:
         return claimed
     broker_id = document.get("brokerId")

@@ -171,3 +171,18 @@ class VolumeSnapshot(WireModel):
 def snapshot_key(broker_id: int) -> bytes:
     """The message key: the broker id as a decimal string, so compaction keeps one per broker."""
     return str(broker_id).encode()
+
+
+def broker_id_from_key(key: bytes | None) -> int | None:
+    """The broker a key names, or None unless the key is exactly ``snapshot_key`` of it.
+
+    Only the canonical form counts (decimal digits, no sign, no leading zero, no spaces): a
+    second spelling such as ``02`` would be a second compaction key for broker 2, so a record
+    under it would survive a tombstone and compaction of ``2`` and come back later.
+    """
+    if key is None or not 0 < len(key) <= 10 or not key.isdigit():
+        return None
+    broker_id = int(key)
+    if broker_id > MAX_BROKER_ID or snapshot_key(broker_id) != key:
+        return None
+    return broker_id

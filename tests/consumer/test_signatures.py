@@ -13,6 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.x509.oid import NameOID
 
 from consumer.signatures import (
     SignatureOutcome,
@@ -136,3 +137,23 @@ def test_the_identity_of_the_subject_is_its_rfc4514_form() -> None:
         dict(signer("kafka-5").headers(b"5", FULL))[SIGNER_HEADER]
     )
     assert certificate.subject.rfc4514_string() == "CN=kafka-5"
+
+
+@pytest.mark.parametrize("subject_cn", ["kafka-02", "kafka-0000000002"])
+def test_a_padded_broker_number_speaks_for_no_broker(subject_cn: str) -> None:
+    assert outcome(signer(subject_cn).headers(b"2", FULL)) is SignatureOutcome.WRONG_IDENTITY
+
+
+def test_a_rule_matches_the_whole_subject_not_a_common_name_inside_it() -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, "kafka-2"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "attacker"),
+        ]
+    )
+    certificate = CA.certify(key.public_key(), subject)
+    headers = SnapshotSigner(key, certificate.public_bytes(serialization.Encoding.DER)).headers(
+        b"2", FULL
+    )
+    assert outcome(headers) is SignatureOutcome.WRONG_IDENTITY

@@ -18,7 +18,7 @@ def test_tombstone_retires_the_keyed_broker() -> None:
 
 
 def test_unusable_keys_are_rejected() -> None:
-    for key, value in ((None, None), (b"abc", None), (None, snapshot_line())):
+    for key, value in ((None, None), (b"abc", None), (None, snapshot_line()), (b"012", None)):
         event = interpret_message(key, value)
         assert isinstance(event, Rejection)
         assert event.reason is RejectionReason.INVALID_KEY

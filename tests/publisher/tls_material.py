@@ -68,15 +68,16 @@ class TestCertificateAuthority:
     def certify(
         self,
         public_key: CertificatePublicKeyTypes,
-        common_name: str,
+        common_name: str | x509.Name,
         valid_for: dt.timedelta = dt.timedelta(days=30),
         dns_names: tuple[str, ...] = (),
     ) -> x509.Certificate:
-        """A certificate for ``public_key`` (any type), CN=``common_name``, with DNS names."""
+        """A certificate for ``public_key`` (any type), CN=``common_name`` (or that whole subject),
+        with DNS names."""
         now = dt.datetime.now(dt.UTC)
         builder = (
             x509.CertificateBuilder()
-            .subject_name(_name(common_name))
+            .subject_name(common_name if isinstance(common_name, x509.Name) else _name(common_name))
             .issuer_name(self.certificate.subject)
             .public_key(public_key)
             .serial_number(x509.random_serial_number())
