@@ -4,7 +4,8 @@ A message is trusted when (see ``schemas.signature``):
 
 1. it carries a signature and the signer's certificate;
 2. the certificate was issued directly by one of the trusted CA certificates and is valid at
-   the time of the check;
+   the time of the check; that CA certificate is itself valid then, has ``CA:TRUE`` and, if it
+   states a key usage, ``keyCertSign``;
 3. the signature over (context, key, value) verifies with the certificate's public key;
 4. the certificate's identity may speak for the broker named by the key: it matches one of the
    ``broker_identities`` patterns with that broker id in place of ``{broker}`` (for example
@@ -129,7 +130,7 @@ def check_signature(
         signer = certificate.subject.rfc4514_string()
     except ValueError as error:
         return SignatureCheck(SignatureOutcome.MALFORMED, f"unreadable certificate: {error}")
-    if not _issued_by_trusted_ca(certificate, trust.ca_certificates):
+    if not _issued_by_trusted_ca(certificate, trust.ca_certificates, now):
         return SignatureCheck(
             SignatureOutcome.UNTRUSTED_CERTIFICATE, "not issued by a trusted CA", signer
         )
@@ -153,15 +154,34 @@ def check_signature(
 
 
 def _issued_by_trusted_ca(
-    certificate: x509.Certificate, authorities: Sequence[x509.Certificate]
+    certificate: x509.Certificate, authorities: Sequence[x509.Certificate], now: datetime
 ) -> bool:
     for authority in authorities:
+        if not _may_issue_certificates(authority, now):
+            continue
         try:
             certificate.verify_directly_issued_by(authority)
         except (ValueError, TypeError, InvalidSignature):
             continue
         return True
     return False
+
+
+def _may_issue_certificates(authority: x509.Certificate, now: datetime) -> bool:
+    """A CA certificate vouches for a signer only while it is valid, marked ``CA:TRUE`` and,
+    where it states its key usage, allowed to sign certificates (RFC 5280, 4.2.1.3 and 4.2.1.9)."""
+    if not authority.not_valid_before_utc <= now <= authority.not_valid_after_utc:
+        return False
+    extensions = authority.extensions
+    try:
+        if not extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
+            return False
+    except x509.ExtensionNotFound:
+        return False
+    try:
+        return extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign
+    except x509.ExtensionNotFound:
+        return True
 
 
 def _signature_verifies(certificate: x509.Certificate, signature: bytes, payload: bytes) -> bool:

@@ -157,3 +157,47 @@ def test_a_rule_matches_the_whole_subject_not_a_common_name_inside_it() -> None:
         b"2", FULL
     )
     assert outcome(headers) is SignatureOutcome.WRONG_IDENTITY
+
+
+def _key_usage(key_cert_sign: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=key_cert_sign,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("authority", "trusted"),
+    [
+        (TestCertificateAuthority(), True),
+        (TestCertificateAuthority(key_usage=_key_usage(key_cert_sign=True)), True),
+        # A CA past its end of validity vouches for nothing, even for certificates it signed
+        # while it was valid.
+        (
+            TestCertificateAuthority(valid_until=dt.datetime.now(dt.UTC) - dt.timedelta(days=1)),
+            False,
+        ),
+        # A leaf certificate (no CA:TRUE) in the trust bundle may not issue certificates.
+        (TestCertificateAuthority(is_ca=False), False),
+        (TestCertificateAuthority(key_usage=_key_usage(key_cert_sign=False)), False),
+    ],
+    ids=["ca", "ca-with-key-usage", "expired-ca", "not-a-ca", "no-key-cert-sign"],
+)
+def test_only_a_valid_ca_certificate_may_vouch_for_a_signer(
+    authority: TestCertificateAuthority, trusted: bool
+) -> None:
+    trust = SignatureTrust(
+        ca_certificates=[authority.certificate], broker_identities=["CN=kafka-{broker}"]
+    )
+    headers = signer("kafka-2", authority=authority).headers(b"2", FULL)
+    check = check_signature(b"2", FULL, list(headers), trust, dt.datetime.now(dt.UTC))
+    assert check.trusted is trusted, check
+    if not trusted:
+        assert check.outcome is SignatureOutcome.UNTRUSTED_CERTIFICATE

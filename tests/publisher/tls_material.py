@@ -38,20 +38,33 @@ def _key_pem(key: ec.EllipticCurvePrivateKey, password: bytes | None = None) -> 
 class TestCertificateAuthority:
     __test__ = False  # not a test class
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        valid_until: dt.datetime | None = None,
+        is_ca: bool = True,
+        key_usage: x509.KeyUsage | None = None,
+    ) -> None:
+        """A self-signed CA, valid for ten years unless ``valid_until``; ``is_ca=False`` leaves
+        out the ``CA:TRUE`` basic constraint, ``key_usage`` adds that extension."""
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
-        self.certificate = (
+        not_after = valid_until or now + dt.timedelta(days=3650)
+        builder = (
             x509.CertificateBuilder()
             .subject_name(_name("test-ca"))
             .issuer_name(_name("test-ca"))
             .public_key(self.key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + dt.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(self.key, hashes.SHA256())
+            .not_valid_before(min(now, not_after) - dt.timedelta(hours=1))
+            .not_valid_after(not_after)
         )
+        if is_ca:
+            builder = builder.add_extension(
+                x509.BasicConstraints(ca=True, path_length=None), critical=True
+            )
+        if key_usage is not None:
+            builder = builder.add_extension(key_usage, critical=True)
+        self.certificate = builder.sign(self.key, hashes.SHA256())
 
     @property
     def pem(self) -> bytes:
