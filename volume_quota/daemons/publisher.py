@@ -10,6 +10,7 @@ most ``shutdown_timeout`` and exits. Usable in-process::
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -267,7 +268,8 @@ def serve_endpoints(
     except OSError as error:
         raise UsageError(
             f"{describe_setting('metrics_port')}: cannot listen on "
-            f"{settings.metrics_host}:{settings.metrics_port}: {error.strerror or error}"
+            f"{settings.metrics_host}:{settings.metrics_port}: "
+            f"{os.strerror(error.errno) if error.errno else error}"
         ) from None
 
 
