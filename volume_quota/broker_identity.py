@@ -1,7 +1,7 @@
 """Which broker this is and which log dirs it has, from its files when not configured directly.
 
 ``server.properties`` names the log dirs and usually ``node.id``. Charts that number brokers at
-start-up (the Bitnami chart counts from ``minId``) write the id only into ``meta.properties``,
+start-up (counting from a minimum id) write the id only into ``meta.properties``,
 which Kafka keeps in every log dir it formats: that file is read when nothing else names the id.
 """
 

@@ -29,11 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "volume-quota"
 PRODUCTION_VALUES = REPO / "deploy" / "helm" / "values-production.yaml"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
-BITNAMI_DIR = REPO / "deploy" / "bitnami"
-BITNAMI_VOLUME_QUOTA_VALUES = BITNAMI_DIR / "volume-quota-values.yaml"
-BITNAMI_KAFKA_VALUES = BITNAMI_DIR / "kafka-values.yaml"
 # Every values file the project ships: each must lint, render and validate.
-SHIPPED_VALUES = (*CI_VALUES, PRODUCTION_VALUES, BITNAMI_VOLUME_QUOTA_VALUES)
+SHIPPED_VALUES = (*CI_VALUES, PRODUCTION_VALUES)
 INSTALL_SCRIPT = REPO / "deploy" / "helm" / "install-helm.sh"
 CRD_VALIDATOR = Path(__file__).with_name("validate_crds.mjs")
 

@@ -28,18 +28,29 @@ def kafka_version(pom: Path = POM_PATH) -> str:
     return match.group(1)
 
 
-def default_jars_dir(pom: Path = POM_PATH) -> Path:
-    """``<cache root>/kafka-<version>/libs``; the root is ``$VOLUME_QUOTA_KAFKA_CACHE``
-    if set, else ``~/.cache/volume-quota``."""
-    return cache_root(CACHE_ENV) / f"kafka-{kafka_version(pom)}" / "libs"
+def default_jars_dir(pom: Path = POM_PATH, version: str | None = None) -> Path:
+    """``<cache root>/kafka-<version>/libs`` (``version`` defaults to the POM's); the root is
+    ``$VOLUME_QUOTA_KAFKA_CACHE`` if set, else ``~/.cache/volume-quota``."""
+    return cache_root(CACHE_ENV) / f"kafka-{version or kafka_version(pom)}" / "libs"
 
 
-def ensure_kafka_jars(target: Path | None = None, pom: Path = POM_PATH) -> Path:
+def ensure_kafka_jars(
+    target: Path | None = None, pom: Path = POM_PATH, version: str | None = None
+) -> Path:
     """Return a directory holding the broker's runtime jars, downloading them if needed
-    (once per POM; see :mod:`volume_quota.maven_cache`)."""
-    libs = target if target is not None else default_jars_dir(pom)
+    (once per POM and version; see :mod:`volume_quota.maven_cache`).
+
+    ``version`` fetches another Kafka release than the POM's pinned one (e.g. to check that
+    the quota callback loads on an older broker); each version has its own cache directory.
+    """
+    if version == kafka_version(pom):
+        version = None
+    libs = target if target is not None else default_jars_dir(pom, version)
+    properties = () if version is None else (("kafka.version", version),)
     try:
-        return fetch_dependencies(pom, libs, expected_globs=("kafka_2.13-*.jar",))
+        return fetch_dependencies(
+            pom, libs, properties=properties, expected_globs=(f"kafka_2.13-{version or ''}*.jar",)
+        )
     except MavenFetchError as error:
         raise LocalClusterError(f"cannot fetch the Kafka jars: {error}") from None
 
