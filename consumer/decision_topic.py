@@ -1,7 +1,8 @@
 """Writing each decision to a compacted Kafka topic, for callbacks that read it from Kafka (shell).
 
 Where brokers cannot have a sidecar (Strimzi), the callback reads the newest decision from the
-decisions topic instead of a file: one partition, key ``cluster``, the same JSON as the file.
+decisions topic instead of a file: partition 0 (the agent refuses a topic with more), key
+``cluster``, the same JSON as the file.
 ``write`` returns only once Kafka has the record, and raises ``OSError`` otherwise, like the
 file writer, so the decision loop counts the failure and tries again.
 """
@@ -32,8 +33,13 @@ class DecisionTopicWriter:
             errors.append(error)
 
         try:
+            # Partition 0 explicitly: the callbacks read nothing else, whatever the partitioner.
             self._producer.produce(
-                self._topic, key=DECISION_KEY, value=decision.to_json_bytes(), on_delivery=report
+                self._topic,
+                key=DECISION_KEY,
+                value=decision.to_json_bytes(),
+                partition=0,
+                on_delivery=report,
             )
             self._producer.flush(self._timeout)
         except (BufferError, KafkaException) as error:

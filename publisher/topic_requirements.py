@@ -38,6 +38,8 @@ class TopicRequirements:
     min_compaction_lag_seconds: float = DEFAULT_MIN_COMPACTION_LAG_SECONDS
     segment_seconds: float = DEFAULT_SEGMENT_SECONDS
     delete_retention_seconds: float = DEFAULT_DELETE_RETENTION_SECONDS
+    single_partition: bool = False
+    """Its readers read partition 0 only (the decisions topic): more partitions is an error."""
 
     def creation_config(self) -> dict[str, str]:
         """Topic configuration for a new topic."""
@@ -61,6 +63,17 @@ def topic_config_problem(name: str, config: Mapping[str, str]) -> str | None:
             "--add-config cleanup.policy=compact"
         )
     return None
+
+
+def topic_partition_problem(requirements: TopicRequirements, partition_count: int) -> str | None:
+    """Why an existing topic has the wrong number of partitions, or None."""
+    if not requirements.single_partition or partition_count == 1:
+        return None
+    return (
+        f"topic {requirements.name} has {partition_count} partitions; its readers read "
+        "partition 0 only, so records keyed elsewhere would never be seen: delete it and let it "
+        "be created again with one partition"
+    )
 
 
 def topic_config_warnings(requirements: TopicRequirements, config: Mapping[str, str]) -> list[str]:

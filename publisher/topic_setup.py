@@ -31,6 +31,7 @@ from publisher.topic_requirements import (
     TopicRequirements,
     topic_config_problem,
     topic_config_warnings,
+    topic_partition_problem,
 )
 
 log = structlog.get_logger(logger_name="volume_quota.topic_setup")
@@ -112,6 +113,10 @@ def check_topic(
         created = True
     elif topic_error is not None:
         return TopicCheck(TopicOutcome.RETRY, f"cannot describe topic {name}: {topic_error.str()}")
+    else:
+        problem = topic_partition_problem(requirements, len(topic.partitions))
+        if problem is not None:
+            return TopicCheck(TopicOutcome.MISCONFIGURED, problem)
     return _verify_config(admin, requirements, timeout_seconds, created)
 
 
@@ -214,7 +219,7 @@ class TopicGuard:
         self._recheck = recheck_seconds
         self._stop = threading.Event()
         self.ready = threading.Event()
-        self.problem: str | None = "the snapshot topic is not verified yet"
+        self.problem: str | None = f"topic {requirements.name} is not verified yet"
         self.misconfiguration: str | None = None
         self.misconfigured_now = False
         """The last recheck of a running publisher found the topic misconfigured."""

@@ -21,6 +21,7 @@ REQUIREMENTS = TopicRequirements(name="snapshots")
 @dataclass
 class TopicMetadata:
     error: KafkaError | None = None
+    partitions: dict[int, object] = field(default_factory=lambda: {0: object()})
 
 
 @dataclass
@@ -55,6 +56,7 @@ class FakeAdmin:
     created: list[Any] = field(default_factory=list)
     calls: int = 0
     refusal: str | None = None
+    partition_count: int = 1
 
     def credentials_refused(self) -> str | None:
         return self.refusal
@@ -69,7 +71,8 @@ class FakeAdmin:
             return ClusterMetadata(
                 {topic: TopicMetadata(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))}
             )
-        return ClusterMetadata({topic: TopicMetadata()})
+        partitions = {number: object() for number in range(self.partition_count)}
+        return ClusterMetadata({topic: TopicMetadata(partitions=partitions)})
 
     def create_topics(
         self, new_topics: list[Any], request_timeout: float
@@ -298,5 +301,35 @@ def test_a_running_guard_without_create_reports_a_deleted_topic() -> None:
         assert "does not exist and create_topic is off" in guard.problem
         assert admin.created == []
         assert not guard.misconfigured_now
+    finally:
+        guard.stop()
+
+
+SINGLE_PARTITION = TopicRequirements(name="decisions", single_partition=True)
+
+
+def test_a_topic_read_at_partition_0_only_must_have_one_partition() -> None:
+    # The callbacks read partition 0 of the decisions topic; with three partitions the key
+    # "cluster" hashes elsewhere and no broker would ever see a decision: PAUSE for good.
+    admin = FakeAdmin(topics={"decisions": {"cleanup.policy": "compact"}}, partition_count=3)
+    result = check_topic(admin, SINGLE_PARTITION, create=True, timeout_seconds=1)  # type: ignore[arg-type]
+    assert result.outcome is TopicOutcome.MISCONFIGURED
+    assert "decisions has 3 partitions" in result.detail
+    admin.partition_count = 1
+    assert check_topic(admin, SINGLE_PARTITION, True, 1).outcome is TopicOutcome.READY  # type: ignore[arg-type]
+    admin.partition_count = 3
+    assert check_topic(admin, REQUIREMENTS, True, 1).outcome is not TopicOutcome.MISCONFIGURED  # type: ignore[arg-type]
+
+
+def test_a_running_guard_reports_partitions_added_later() -> None:
+    admin = FakeAdmin(topics={"decisions": {"cleanup.policy": "compact"}})
+    guard = TopicGuard(lambda: admin, SINGLE_PARTITION, create=True, recheck_seconds=0.05).start()  # type: ignore[arg-type,return-value]
+    try:
+        wait_for(guard.ready.is_set, 5, "the topic verified")
+        admin.partition_count = 2
+        wait_for(lambda: guard.misconfigured_now, 5, "the added partition reported")
+        assert guard.problem is not None
+        assert "2 partitions" in guard.problem
+        assert not guard.ready.is_set()
     finally:
         guard.stop()

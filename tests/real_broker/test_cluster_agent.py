@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -21,10 +22,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
     AdminClient,
+    NewTopic,
     ResourceType,
 )
 
+from consumer.decision_topic import DecisionTopicWriter
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow
+from schemas.decision import QuotaDecision, QuotaState
 from tests.support import REPOSITORY, wait_for
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
@@ -93,25 +97,30 @@ def newest_decision(cluster: LocalKafkaCluster) -> dict[str, object] | None:
         consumer.close()
 
 
+def agent_command(cluster: LocalKafkaCluster, *extra: str) -> list[str]:
+    files = cluster.identity_files("agent")
+    return [
+        sys.executable,
+        "-m",
+        "volume_quota",
+        "cluster-agent",
+        f"--bootstrap-servers={cluster.bootstrap_servers}",
+        f"--tls-ca-file={files.ca}",
+        f"--tls-cert-file={files.cert}",
+        f"--tls-key-file={files.key}",
+        "--no-tls-verify-hostname",
+        "--survey-interval=1s",
+        "--metrics-port=0",
+        "--topic-replication-factor=1",
+        *extra,
+    ]
+
+
 def test_the_agent_publishes_decides_and_writes_decisions_with_least_privilege(
     cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
-    files = cluster.identity_files("agent")
     agent = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "volume_quota",
-            "cluster-agent",
-            f"--bootstrap-servers={cluster.bootstrap_servers}",
-            f"--tls-ca-file={files.ca}",
-            f"--tls-cert-file={files.cert}",
-            f"--tls-key-file={files.key}",
-            "--no-tls-verify-hostname",
-            "--survey-interval=1s",
-            "--metrics-port=0",
-            "--topic-replication-factor=1",
-        ],
+        agent_command(cluster),
         stdout=subprocess.DEVNULL,
         stderr=(tmp_path / "agent.log").open("w"),
         # (the log is printed below when the test fails)
@@ -141,3 +150,68 @@ def test_the_agent_publishes_decides_and_writes_decisions_with_least_privilege(
     log = (tmp_path / "agent.log").read_text()
     assert status == 0, log[-2000:]
     assert "Traceback" not in log
+
+
+def test_a_decisions_topic_with_several_partitions_is_refused_at_start(
+    cluster: LocalKafkaCluster,
+) -> None:
+    # The callbacks read partition 0 only; the key "cluster" hashes to partition 1 of three, so
+    # an agent that wrote there would leave every broker without a decision: PAUSE for good.
+    topic = "__volume_quota_decisions_three"
+    admin = AdminClient(cluster.client_config("admin"))
+    new_topic = NewTopic(topic, 3, 1, config={"cleanup.policy": "compact"})
+    admin.create_topics([new_topic])[topic].result(30)
+    bindings = allow_agent(
+        ResourceType.TOPIC,
+        topic,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+    )
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    result = subprocess.run(
+        agent_command(cluster, f"--decisions-topic={topic}"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"topic {topic} has 3 partitions" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_decision_writer_writes_partition_0_whatever_the_partitioner(
+    cluster: LocalKafkaCluster,
+) -> None:
+    # Partitions added to a running agent's topic are reported at the next recheck; until an
+    # operator acts, the callbacks (partition 0) must still see every decision.
+    topic = "__volume_quota_decisions_grown"
+    admin = AdminClient(cluster.client_config("admin"))
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    moment = datetime.now(UTC)
+    decision = QuotaDecision(
+        decided_at=moment,
+        valid_until=moment,
+        state=QuotaState.OPEN,
+        throttle_factor=1.0,
+        caused_by_missing_data=False,
+        reasons=[],
+    )
+    writer = DecisionTopicWriter(cluster.client_config("admin"), topic, 30.0)
+    try:
+        for _ in range(5):
+            writer.write(decision)
+    finally:
+        writer.close()
+    consumer = Consumer({**cluster.client_config("admin"), "group.id": "test-partition-0"})
+    try:
+        offsets = [
+            consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+            for partition in range(3)
+        ]
+    finally:
+        consumer.close()
+    assert offsets == [5, 0, 0]

@@ -65,10 +65,14 @@ def run(arguments: argparse.Namespace) -> int:
     decider = DecideDaemon(
         settings, registry=publisher.metrics.registry, serve_http=False, sink=writer.write
     )
-    # The callbacks read one partition; the topic is created (compacted) when missing, and
-    # checked in the background so that an unreachable cluster at start is only a retry.
+    # The callbacks read partition 0 only: the topic is created (compacted, one partition) when
+    # missing, refused with more partitions, and checked in the background so that an
+    # unreachable cluster at start is only a retry.
     requirements = TopicRequirements(
-        name=settings.decisions_topic, partitions=1, min_compaction_lag_seconds=3600.0
+        name=settings.decisions_topic,
+        partitions=1,
+        min_compaction_lag_seconds=3600.0,
+        single_partition=True,
     )
     guard = TopicGuard(
         lambda: new_admin_client(with_client_logger(admin_config(connection, "decider"))),
@@ -77,7 +81,7 @@ def run(arguments: argparse.Namespace) -> int:
         timeout_seconds=min(10.0, settings.delivery_timeout),
     ).start()
     try:
-        return run_both_roles(settings, publisher, decider)
+        return run_both_roles(settings, publisher, decider, topic_guards=(guard,))
     finally:
         guard.stop()
         writer.close()
