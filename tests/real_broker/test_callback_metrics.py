@@ -49,6 +49,7 @@ EXPECTED_METRICS = {
     "quota-resets-total",
     "poller-errors-total",
     "tracked-principals",
+    "quota-limit-errors-total",
     "observed-rate-available",
 }
 

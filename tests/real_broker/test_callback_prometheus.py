@@ -33,6 +33,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from local_cluster import LocalKafkaCluster
+from tests.real_broker.test_callback_metrics import EXPECTED_METRICS
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_JAR = REPO / "deploy" / "broker-plugin" / "target" / "volume-quota-broker-plugin-0.1.0.jar"
@@ -190,7 +191,7 @@ def test_the_agent_exports_the_callback_metrics_as_prometheus_series(
 ) -> None:
     cluster, decision, scraper = broker
     expected = configured_series()
-    assert len(expected) == 14, "one series per callback metric (docs/broker-plugin.md)"
+    assert len(expected) == len(EXPECTED_METRICS), "one series per callback metric"
 
     # Every configured series, for both callback instances of the combined node, and no other
     # series from the broker's MBeans: only the agent's own jvm_*, process_* and jmx_* ones.
@@ -225,6 +226,7 @@ def test_the_agent_exports_the_callback_metrics_as_prometheus_series(
         assert 0 <= values[f"{PREFIX}decision_age_seconds"][role] < 10, role
     assert values[f"{PREFIX}reload_errors_total"]["broker"] == 0
     assert values[f"{PREFIX}poller_errors_total"]["broker"] == 0
+    assert values[f"{PREFIX}quota_limit_errors_total"]["broker"] == 0
     assert values[f"{PREFIX}expiries_total"]["broker"] == 0
     assert values[f"{PREFIX}quota_changes_total"]["broker"] >= 1, "the default quota changed"
 

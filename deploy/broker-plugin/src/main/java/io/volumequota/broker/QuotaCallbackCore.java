@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 import org.apache.kafka.common.Cluster;
@@ -43,6 +44,11 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     static final String LOGGER_NAME = "io.volumequota.broker.VolumeQuotaCallback";
     private static final Logger LOG = LoggerFactory.getLogger(LOGGER_NAME);
     private static final AtomicInteger INSTANCES = new AtomicInteger();
+    private static final long LOG_ERRORS_EVERY_NANOS = 60_000_000_000L;
+    /** Unexpected errors in {@link #quotaLimit}, process-wide (the metric quota-limit-errors-total). */
+    private static final AtomicLong QUOTA_LIMIT_ERRORS = new AtomicLong();
+    /** When an error of quotaLimit was last logged (System.nanoTime), so that it logs once a minute at most. */
+    private static final AtomicLong QUOTA_LIMIT_ERROR_LOGGED = new AtomicLong(System.nanoTime() - LOG_ERRORS_EVERY_NANOS);
 
     /** Same tag keys as Kafka's own user quotas, so the usual quota metrics and dashboards apply. */
     static final String USER_TAG = "user";
@@ -153,8 +159,34 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             double quota = currentEngine.quotaFor(user);
             return Double.isNaN(quota) ? null : quota;
         } catch (Throwable t) {
-            return null;
+            return pauseFloorAfter(t);
         }
+    }
+
+    /**
+     * A bug must not open the gate: null would mean "no quota" for this principal, so an
+     * unexpected error answers the PAUSE floor instead, is counted, and is logged once a minute.
+     */
+    private Double pauseFloorAfter(Throwable t) {
+        QUOTA_LIMIT_ERRORS.incrementAndGet();
+        try {
+            long now = System.nanoTime();
+            long last = QUOTA_LIMIT_ERROR_LOGGED.get();
+            if (now - last >= LOG_ERRORS_EVERY_NANOS && QUOTA_LIMIT_ERROR_LOGGED.compareAndSet(last, now)) {
+                LOG.error("volume-quota callback #{}: unexpected error computing a PRODUCE quota; answering the"
+                        + " PAUSE floor ({} such errors so far, logged once a minute)", instance,
+                        QUOTA_LIMIT_ERRORS.get(), t);
+            }
+        } catch (Throwable ignored) {
+            // logging must not turn the floor into an exception on a request thread
+        }
+        VolumeQuotaConfig current = config;
+        return current != null ? current.pauseBytesPerSecond() : VolumeQuotaConfig.DEFAULT_PAUSE_BYTES_PER_SECOND;
+    }
+
+    /** Unexpected errors in {@link #quotaLimit} since the broker started, all callbacks of the process. */
+    static long quotaLimitErrors() {
+        return QUOTA_LIMIT_ERRORS.get();
     }
 
     /** Called on every request: one volatile read, and a CAS only right after a change. */

@@ -80,6 +80,9 @@ public final class VolumeQuotaCallback extends QuotaCallbackCore implements Moni
                 e -> e.pollerErrors.get());
         gauge(metrics, "tracked-principals", "producing principals with their own quota state",
                 e -> e.trackedPrincipals());
+        gauge(metrics, "quota-limit-errors-total",
+                "unexpected errors while computing a PRODUCE quota, each answered with the PAUSE floor",
+                e -> quotaLimitErrors());
         gauge(metrics, "observed-rate-available", "1 if the broker's byte rates could be read at the last poll",
                 e -> e.ratesAvailable() ? 1 : 0);
     }

@@ -97,6 +97,26 @@ class VolumeQuotaCallbackTest {
         return count;
     }
 
+    /** Tags whose every read fails, as a bug anywhere under quotaLimit would. */
+    private static final class FailingTags extends java.util.HashMap<String, String> {
+        @Override
+        public String get(Object key) {
+            throw new IllegalStateException("broken on purpose");
+        }
+    }
+
+    @Test
+    void anUnexpectedErrorInQuotaLimitFailsToThePauseFloorAndIsCounted() throws IOException {
+        write("OPEN", 1.0);
+        manual(Map.of());
+        long before = QuotaCallbackCore.quotaLimitErrors();
+        // No quota (null) would let the producer write at any rate: fail safe, to the floor.
+        assertEquals(FLOOR, callback.quotaLimit(ClientQuotaType.PRODUCE, new FailingTags()), 1e-6);
+        assertEquals(FLOOR, callback.quotaLimit(ClientQuotaType.PRODUCE, new FailingTags()), 1e-6);
+        assertEquals(before + 2, QuotaCallbackCore.quotaLimitErrors());
+        assertEquals(BASE, produceLimit(ALICE, "producer-1"), 1e-6, "the next sound call is unaffected");
+    }
+
     @Test
     void throttlesEveryPrincipalButTheExcludedOnes() throws IOException {
         write("THROTTLE", 0.42);
