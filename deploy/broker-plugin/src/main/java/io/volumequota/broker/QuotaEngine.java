@@ -455,8 +455,9 @@ final class QuotaEngine {
         Decision valid = current.decision();
         String problem = current.problem();
         if (valid != null) {
-            String invalid = DecisionValidity.problem(valid, wallNow, now, current.readAtMonoMs(),
-                    config.maxValidityMs());
+            String invalid = config.decisionSource() == VolumeQuotaConfig.DecisionSource.TOPIC
+                    ? DecisionValidity.problemOfReceived(valid, now, current.readAtMonoMs(), config.maxValidityMs())
+                    : DecisionValidity.problem(valid, wallNow, now, current.readAtMonoMs(), config.maxValidityMs());
             if (invalid != null) {
                 problem = invalid;
                 valid = null;

@@ -122,4 +122,31 @@ class RulesTest {
                 false);
         assertNull(DecisionValidity.problem(slightlyAhead, now, 0, 0, 300_000), "a few seconds of skew is fine");
     }
+
+    @Test
+    void aDecisionFromTheTopicIsTimedOnThisBrokersMonotonicClockWhateverItsWallClockSays() {
+        Instant agentNow = Instant.parse("2026-11-22T12:00:00Z");
+        // The agent decided at its 12:00:00, valid for 30 s; this broker's clock runs 40 s ahead.
+        Decision decision = new Decision(Decision.State.OPEN, 1, agentNow.plusSeconds(30), "t", agentNow, false);
+        Instant brokerNow = agentNow.plusSeconds(40);
+        long received = 5_000;
+        assertNotNull(DecisionValidity.problem(decision, brokerNow, received, received, 300_000),
+                "by the wall clock it expired before it arrived: the reason a topic decision is timed otherwise");
+        assertNull(DecisionValidity.problemOfReceived(decision, received, received, 300_000));
+        assertNull(DecisionValidity.problemOfReceived(decision, received + 30_000, received, 300_000),
+                "valid for the 30 s the agent gave it, counted from its arrival");
+        assertTrue(DecisionValidity.problemOfReceived(decision, received + 30_001, received, 300_000)
+                .contains("30 s"));
+
+        Decision forAYear = new Decision(Decision.State.OPEN, 1, agentNow.plusSeconds(365L * 86400), "t", agentNow,
+                false);
+        assertNull(DecisionValidity.problemOfReceived(forAYear, received + 300_000, received, 300_000));
+        assertNotNull(DecisionValidity.problemOfReceived(forAYear, received + 300_001, received, 300_000),
+                "never longer than the maximum validity");
+        Decision undated = new Decision(Decision.State.OPEN, 1, agentNow.plusSeconds(30), "t", null, false);
+        assertNotNull(DecisionValidity.problemOfReceived(undated, received + 1, received, 300_000),
+                "no decidedAt, no lifetime to measure: not applied");
+        Decision backwards = new Decision(Decision.State.OPEN, 1, agentNow.minusSeconds(1), "t", agentNow, false);
+        assertNotNull(DecisionValidity.problemOfReceived(backwards, received, received, 300_000));
+    }
 }
