@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import ValidationError
 
 from schemas.decision import DecisionReason, QuotaState, ReasonKind
-from schemas.decode import Rejection, RejectionReason
+from schemas.decode import Rejection, RejectionReason, strict_text_problem
 from schemas.override import OVERRIDE_KEY, QuotaOverride
 
 CLEARED = None
@@ -20,6 +20,9 @@ def interpret_override(key: bytes | None, value: bytes | None) -> QuotaOverride 
         return Rejection(RejectionReason.INVALID_KEY, f"override key {key!r:.40} is not 'cluster'")
     if value is None:
         return CLEARED
+    problem = strict_text_problem(value)
+    if problem is not None:
+        return problem
     try:
         return QuotaOverride.model_validate_json(value)
     except ValidationError as error:

@@ -80,6 +80,22 @@ def decode_snapshot(value: bytes, key: bytes | None = None) -> VolumeSnapshot | 
     return snapshot
 
 
+def strict_text_problem(value: bytes) -> Rejection | None:
+    """Why ``value`` is not a wire document's text (too large, or not strict JSON), or None.
+
+    The one text check of every document on the wire (snapshots, overrides): no duplicate
+    names, no NaN or Infinity, the nesting and number limits, at most ``MAX_MESSAGE_BYTES``."""
+    if len(value) > MAX_MESSAGE_BYTES:
+        return Rejection(
+            RejectionReason.TOO_LARGE, f"{len(value)} bytes, over the {MAX_MESSAGE_BYTES} limit"
+        )
+    try:
+        parse_strict_document(value)
+    except MalformedJsonError as error:
+        return Rejection(RejectionReason.MALFORMED_JSON, str(error))
+    return None
+
+
 def decode_snapshot_reference(value: bytes, key: bytes | None = None) -> VolumeSnapshot | Rejection:
     """``decode_snapshot`` by the pydantic model: slower, the reference the hot path must match."""
     if len(value) > MAX_MESSAGE_BYTES:
@@ -167,4 +183,5 @@ __all__ = [
     "RejectionReason",
     "decode_snapshot",
     "decode_snapshot_reference",
+    "strict_text_problem",
 ]

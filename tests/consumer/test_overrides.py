@@ -15,7 +15,7 @@ from consumer.overrides import CLEARED, in_force, interpret_override
 from consumer.policy import DecisionPolicy
 from consumer.snapshot_topic_reader import TopicRecord, TopicUnavailableError
 from schemas.decision import QuotaState, ReasonKind
-from schemas.decode import Rejection
+from schemas.decode import Rejection, RejectionReason
 from schemas.override import QuotaOverride
 from tests.snapshot_factory import NOON, make_snapshot, volume
 
@@ -62,6 +62,24 @@ def test_a_record_sets_an_override_and_a_tombstone_clears_it() -> None:
 )
 def test_unusable_records_are_rejections(key: bytes, value: bytes) -> None:
     assert isinstance(interpret_override(key, value), Rejection)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # The last "state" would win in a lenient parser: one reader may see OPEN, another PAUSE.
+        record().replace(b'"state": "OPEN"', b'"state": "PAUSE", "state": "OPEN"'),
+        record().replace(b'"schemaVersion": 1', b'"schemaVersion": 1, "extra": NaN'),
+        record().replace(
+            b'"schemaVersion": 1', b'"schemaVersion": 1, "pad": "' + b"x" * 1_100_000 + b'"'
+        ),
+    ],
+    ids=["duplicate-name", "nan", "oversized"],
+)
+def test_an_override_is_read_by_the_same_strict_json_rules_as_a_snapshot(value: bytes) -> None:
+    rejection = interpret_override(b"cluster", value)
+    assert isinstance(rejection, Rejection)
+    assert rejection.reason in (RejectionReason.MALFORMED_JSON, RejectionReason.TOO_LARGE)
 
 
 def test_in_force_from_set_at_until_just_before_expiry() -> None:

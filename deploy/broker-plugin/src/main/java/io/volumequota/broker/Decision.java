@@ -27,8 +27,10 @@ record Decision(State state, double throttleFactor, Instant validUntil, String d
 
     enum State { OPEN, THROTTLE, PAUSE }
 
+    /** Strict like the decoder of every other wire document: no trailing text, no name given twice. */
     private static final ObjectMapper MAPPER = new ObjectMapper()
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY);
 
     /** Thrown for anything that is not a usable decision; the message says why. */
     static final class InvalidDecisionException extends Exception {

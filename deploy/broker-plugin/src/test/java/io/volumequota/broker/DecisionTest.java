@@ -33,6 +33,14 @@ class DecisionTest {
     }
 
     @Test
+    void aNameGivenTwiceIsRefusedLikeTheDecoderOfEveryOtherWireDocument() {
+        // A lenient reader keeps the last "state": one reader could see OPEN where another sees PAUSE.
+        rejected("{\"state\":\"PAUSE\",\"state\":\"OPEN\",\"throttleFactor\":1,"
+                + "\"validUntil\":\"2026-11-22T12:00:30Z\"}");
+        rejected("{\"state\":\"OPEN\",\"throttleFactor\":NaN,\"validUntil\":\"2026-11-22T12:00:30Z\"}");
+    }
+
+    @Test
     void anUnparseableDecidedAtIsRefused() {
         rejected("{\"state\":\"OPEN\",\"throttleFactor\":1,\"validUntil\":\"2026-11-22T12:00:30Z\","
                 + "\"decidedAt\":\"yesterday\"}");
