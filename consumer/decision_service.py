@@ -119,7 +119,19 @@ class DecisionService:
     def ready(self) -> bool:
         """Caught up with the topic, knows the live brokers, and the last write succeeded."""
         overrides_settled = self._overrides is None or self._overrides.settled
-        return self._caught_up and self._live_known and self._sink_healthy and overrides_settled
+        return (
+            self._caught_up
+            and self._live_known
+            and self._sink_healthy
+            and overrides_settled
+            and self.override_problem is None
+        )
+
+    @property
+    def override_problem(self) -> str | None:
+        """Why the operator's override topic cannot be followed (it fails readiness, never the
+        decision: the rule decides meanwhile)."""
+        return None if self._overrides is None else self._overrides.problem
 
     @property
     def _caught_up(self) -> bool:

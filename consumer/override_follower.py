@@ -4,7 +4,14 @@ The topic may not exist (no operator ever set an override): that is the normal c
 reason to be not ready. Until it can be read, the follower retries every few seconds, so an
 override set for the first time is seen within seconds. Every change (set, cleared, expired) is
 logged once and shown in ``volume_quota_override_active`` and
-``volume_quota_override_expiry_timestamp_seconds``.
+``volume_quota_override_expiry_timestamp_seconds``; an override that starts later is shown
+while it waits (``volume_quota_override_dormant``), so nobody is surprised when it takes
+effect.
+
+An authorization error is not an absent topic: Kafka refuses a principal without DESCRIBE
+whether or not the topic exists, so an operator's override may be there, unseen. It is logged as
+an error, shown in ``volume_quota_override_topic_access_denied`` and in ``problem`` (which fails
+/readyz), and retried; the decision itself goes on by the rule.
 
 The lookup runs on the decision loop's thread, so it is kept short (``lookup_timeout_seconds``)
 and a lookup that failed waits a whole retry interval after its timeout. A hung broker keeps its
@@ -22,7 +29,11 @@ import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
 from consumer.overrides import CLEARED, in_force, interpret_override
-from consumer.snapshot_topic_reader import SnapshotSource, TopicUnavailableError
+from consumer.snapshot_topic_reader import (
+    SnapshotSource,
+    TopicAccessDeniedError,
+    TopicUnavailableError,
+)
 from schemas.decode import Rejection
 from schemas.override import QuotaOverride
 
@@ -44,6 +55,20 @@ class OverrideFollower:
         self._override: QuotaOverride | None = None
         self._announced_in_force = False
         self._absent = False
+        self.problem: str | None = None
+        """Why the override topic cannot be read (authorization), else None."""
+        self._announced_dormant: QuotaOverride | None = None
+        self._denied = Gauge(
+            "volume_quota_override_topic_access_denied",
+            "1 while Kafka refuses this principal the override topic (an override may go unseen).",
+            registry=registry,
+        )
+        self._dormant = Gauge(
+            "volume_quota_override_dormant",
+            "1 while an override is set to start later (by state), else 0.",
+            ["state"],
+            registry=registry,
+        )
         self._active = Gauge(
             "volume_quota_override_active",
             "1 while an operator's override forces the decision (by state), else 0.",
@@ -105,7 +130,26 @@ class OverrideFollower:
             forced = active and override is not None and override.state.value == state
             self._active.labels(state=state).set(1 if forced else 0)
         self._expiry.set(override.expires_at.timestamp() if active and override else 0)
+        waiting = self.dormant(now)
+        if waiting is not None and waiting != self._announced_dormant:
+            log.warning(
+                "operator override set to start later",
+                state=waiting.state.value,
+                starts_at=waiting.set_at.isoformat(),
+                expires_at=waiting.expires_at.isoformat(),
+                set_by=waiting.set_by,
+                reason=waiting.reason,
+            )
+        self._announced_dormant = waiting
+        for state in ("OPEN", "PAUSE"):
+            pending = waiting is not None and waiting.state.value == state
+            self._dormant.labels(state=state).set(1 if pending else 0)
         return override if active else None
+
+    def dormant(self, now: datetime) -> QuotaOverride | None:
+        """The override that is set but not in force yet (its ``setAt`` is still ahead)."""
+        override = self._override
+        return override if override is not None and now < override.set_at else None
 
     def _read(self, moment: float) -> None:
         if not self._source.assigned:
@@ -113,6 +157,18 @@ class OverrideFollower:
                 return
             try:
                 self._source.assign_from_beginning(timeout_seconds=self._lookup_timeout_seconds)
+            except TopicAccessDeniedError as error:
+                problem = (
+                    f"not allowed to read the override topic ({error}): an operator's override "
+                    "would go unseen; grant this principal READ and DESCRIBE on it"
+                )
+                if problem != self.problem:
+                    log.error("override topic refused", detail=problem)
+                self.problem = problem
+                self._denied.set(1)
+                self._absent = True  # nothing to wait for: the rule decides meanwhile
+                self._next_attempt = moment + self._retry_seconds
+                return
             except TopicUnavailableError as error:  # usually: no override was ever set
                 if not self._absent:
                     log.info("no override topic to follow (yet)", detail=str(error))
@@ -125,6 +181,8 @@ class OverrideFollower:
                 log.warning("override topic not readable yet", error=str(error))
                 return
             self._absent = False
+            self.problem = None
+            self._denied.set(0)
         try:
             for record in self._source.poll(0.0):
                 event = interpret_override(record.key, record.value)

@@ -64,6 +64,12 @@ class TopicUnavailableError(Exception):
     """The snapshot topic does not exist or its metadata cannot be read."""
 
 
+class TopicAccessDeniedError(TopicUnavailableError):
+    """Kafka refused this principal the topic (TOPIC_AUTHORIZATION_FAILED). Kafka says so whether
+    or not the topic exists, so it tells nothing about what is on it: a missing ACL, not an
+    empty topic."""
+
+
 @dataclass(frozen=True, slots=True)
 class TopicRecord:
     key: bytes | None
@@ -109,6 +115,12 @@ class SnapshotTopicReader:
             or not topic_metadata.partitions
         ):
             problem = "missing" if topic_metadata is None else topic_metadata.error
+            if (
+                topic_metadata is not None
+                and topic_metadata.error is not None
+                and topic_metadata.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+            ):
+                raise TopicAccessDeniedError(f"topic {self._topic!r}: {problem}")
             raise TopicUnavailableError(f"topic {self._topic!r} is not readable: {problem}")
         self._remember(metadata)
         partitions = sorted(topic_metadata.partitions)

@@ -13,7 +13,11 @@ from consumer.cluster_state import ClusterState
 from consumer.override_follower import OverrideFollower
 from consumer.overrides import CLEARED, in_force, interpret_override
 from consumer.policy import DecisionPolicy
-from consumer.snapshot_topic_reader import TopicRecord, TopicUnavailableError
+from consumer.snapshot_topic_reader import (
+    TopicAccessDeniedError,
+    TopicRecord,
+    TopicUnavailableError,
+)
 from schemas.decision import QuotaState, ReasonKind
 from schemas.decode import Rejection, RejectionReason
 from schemas.override import QuotaOverride
@@ -114,6 +118,7 @@ class Topic:
 
     def __init__(self) -> None:
         self.exists = False
+        self.denied = False
         self.assigned = False
         self.pending: list[TopicRecord] = []
 
@@ -122,6 +127,8 @@ class Topic:
         return self.assigned and not self.pending
 
     def assign_from_beginning(self, timeout_seconds: float = 10.0) -> None:
+        if self.denied:
+            raise TopicAccessDeniedError("topic '__volume_quota_overrides': Authorization failed")
         if not self.exists:
             raise TopicUnavailableError("topic '__volume_quota_overrides' is not readable")
         self.assigned = True
@@ -182,3 +189,36 @@ def test_a_failed_rebuild_of_the_override_reader_leaves_the_follower_working() -
     forced = follower.current(1.0, NOON + timedelta(seconds=1))
     assert forced is not None
     assert forced.state is QuotaState.PAUSE
+
+
+def test_an_override_topic_this_principal_may_not_read_is_an_error_not_an_absence() -> None:
+    # Kafka answers TOPIC_AUTHORIZATION_FAILED whether or not the topic exists: an operator's
+    # override may be there, unseen. Shown (metric, readiness), never read as "no override".
+    topic, registry = Topic(), CollectorRegistry()
+    topic.denied = True
+    follower = OverrideFollower(topic, registry, retry_seconds=2.0)
+    assert follower.current(0.0, NOON) is None
+    assert follower.problem is not None
+    assert "not allowed to read" in follower.problem
+    assert registry.get_sample_value("volume_quota_override_topic_access_denied") == 1
+    topic.denied = False
+    topic.exists = True
+    follower.current(2.0, NOON)
+    assert follower.problem is None
+    assert registry.get_sample_value("volume_quota_override_topic_access_denied") == 0
+
+
+def test_an_override_set_to_start_later_is_shown_while_it_waits() -> None:
+    topic, registry = Topic(), CollectorRegistry()
+    topic.exists = True
+    later = NOON + timedelta(hours=2)
+    topic.pending.append(
+        TopicRecord(b"cluster", record("OPEN", later, later + timedelta(hours=1)), 0, 0)
+    )
+    follower = OverrideFollower(topic, registry)
+    assert follower.current(0.0, NOON) is None
+    assert follower.dormant(NOON) is not None
+    assert registry.get_sample_value("volume_quota_override_dormant", {"state": "OPEN"}) == 1
+    assert follower.current(1.0, later) is not None
+    assert follower.dormant(later) is None
+    assert registry.get_sample_value("volume_quota_override_dormant", {"state": "OPEN"}) == 0

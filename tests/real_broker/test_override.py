@@ -21,7 +21,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow, grant_volume_quota_acls
+from local_cluster import (
+    SNAPSHOT_TOPIC,
+    LocalKafkaCluster,
+    allow,
+    grant_volume_quota_acls,
+    issue_client,
+)
 from schemas.override import DEFAULT_OVERRIDE_TOPIC
 from tests.snapshot_factory import snapshot_line, volume
 from tests.support import wait_for
@@ -68,27 +74,31 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
         yield started
 
 
+def decider(cluster: LocalKafkaCluster, identity: str, decision_file: Path) -> DecideDaemon:
+    files = cluster.identity_files(identity)
+    settings = load_settings(
+        {
+            "bootstrap_servers": cluster.bootstrap_servers,
+            "tls_ca_file": str(files.ca),
+            "tls_cert_file": str(files.cert),
+            "tls_key_file": str(files.key),
+            "tls_verify_hostname": False,
+            "decision_file": str(decision_file),
+            "stale_after": "1h",  # the one snapshot above stays fresh for the test
+            "live_broker_refresh_interval": "1s",
+        }
+    )
+    return DecideDaemon(settings, serve_http=False)
+
+
 @pytest.fixture
 def decision_files(cluster: LocalKafkaCluster, tmp_path: Path) -> Iterator[list[Path]]:
     """Two deciders, as two brokers' sidecars would run them."""
-    files = cluster.identity_files("consumer")
     stop = threading.Event()
     paths = [tmp_path / f"broker-{index}.json" for index in range(2)]
     threads = []
     for path in paths:
-        settings = load_settings(
-            {
-                "bootstrap_servers": cluster.bootstrap_servers,
-                "tls_ca_file": str(files.ca),
-                "tls_cert_file": str(files.cert),
-                "tls_key_file": str(files.key),
-                "tls_verify_hostname": False,
-                "decision_file": str(path),
-                "stale_after": "1h",  # the one snapshot above stays fresh for the test
-                "live_broker_refresh_interval": "1s",
-            }
-        )
-        daemon = DecideDaemon(settings, serve_http=False)
+        daemon = decider(cluster, "consumer", path)
         thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
         thread.start()
         threads.append(thread)
@@ -175,3 +185,31 @@ def test_a_publisher_cannot_set_an_override(cluster: LocalKafkaCluster) -> None:
     result = override(cluster, "publisher", "--state=OPEN", "--for=1m", "--reason=mine")
     assert result.returncode == 1
     assert "override not written" in result.stderr
+
+
+def test_a_decider_refused_the_override_topic_says_so_and_decides_by_the_rule(
+    cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    # Every ACL a decider needs but the override topic's: Kafka answers "authorization failed"
+    # whether or not an override exists, so this is an error to show, not "no override".
+    issue_client(
+        cluster,
+        "decider-without-overrides",
+        topics_read=[SNAPSHOT_TOPIC],
+        groups_read=["volume-quota-consumer"],
+    )
+    path = tmp_path / "decision.json"
+    daemon = decider(cluster, "decider-without-overrides", path)
+    stop = threading.Event()
+    thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(all_are([path], "PAUSE", "limit"), 60, "PAUSE by the rule")
+        wait_for(lambda: not daemon.readiness().healthy, 10, "readiness failing")
+        (problem,) = daemon.readiness().problems
+        assert "not allowed to read the override topic" in problem
+        denied = daemon.registry.get_sample_value("volume_quota_override_topic_access_denied")
+        assert denied == 1
+    finally:
+        stop.set()
+        thread.join(timeout=15)

@@ -72,7 +72,7 @@ def run(arguments: argparse.Namespace) -> int:
         metrics=ConsumerMetrics(CollectorRegistry()),
         timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
         signatures=signature_policy(settings),
-        overrides=OverrideFollower(clients.override_reader, CollectorRegistry()),
+        overrides=(overrides := OverrideFollower(clients.override_reader, CollectorRegistry())),
     )
     try:
         service.run(threading.Event(), until_ready=True, timeout_seconds=arguments.timeout)
@@ -83,7 +83,16 @@ def run(arguments: argparse.Namespace) -> int:
         print(json.dumps(status_as_json(status), indent=2))
     else:
         sys.stdout.write(render_status_table(status))
+    waiting = overrides.dormant(clock.wall())
+    if waiting is not None:
+        print(
+            f"volume-quota: an override waits to force {waiting.state.value} from "
+            f"{waiting.set_at.isoformat()} until {waiting.expires_at.isoformat()} "
+            f"(set by {waiting.set_by}: {waiting.reason})",
+            file=sys.stderr,
+        )
     if not service.ready:
-        print(f"volume-quota: incomplete view: {service.not_ready_reason()}", file=sys.stderr)
+        reason = service.not_ready_reason() or service.override_problem
+        print(f"volume-quota: incomplete view: {reason}", file=sys.stderr)
         return 1
     return 0

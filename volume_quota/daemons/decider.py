@@ -170,7 +170,11 @@ class DecideDaemon:
     def readiness(self) -> HealthVerdict:
         if self.service.ready:
             return HealthVerdict(True)
-        reason = self.service.not_ready_reason() or "the decision file could not be written"
+        reason = (
+            self.service.not_ready_reason()
+            or self.service.override_problem
+            or "the decision file could not be written"
+        )
         return HealthVerdict(False, (reason,))
 
     def run(self, stop: threading.Event) -> int:
