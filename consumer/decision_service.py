@@ -160,6 +160,12 @@ class DecisionService:
         self._next_assign_attempt = 0.0
         self._quiet_since = None
 
+    def replace_signatures(self, signatures: SignaturePolicy) -> None:
+        """Trust the CA bundle as it is now (a rotation adds the new CA before any certificate
+        of it is used); call it before ``replace_source``, whose replay then judges every
+        snapshot again under the new trust."""
+        self._signatures = signatures
+
     def not_ready_reason(self) -> str | None:
         if self._caught_up:
             return None if self._live_known else self._live_unknown_reason

@@ -36,14 +36,12 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AclOperation,
     AdminClient,
     NewTopic,
-    ResourceType,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from local_cluster import IdentityFiles, LocalKafkaCluster, allow
+from local_cluster import IdentityFiles, LocalKafkaCluster, sidecar_acl_bindings
 from local_cluster.acls import create_acls
 from local_cluster.processes import die_with_parent
 from schemas.decision import QuotaDecision, QuotaState, ReasonKind
@@ -219,17 +217,7 @@ def grant_sidecar_acls_to(
     (e.g. ``User:kafka-0``) on each of ``topics``."""
     bindings = []
     for topic in topics:
-        bindings += allow(
-            ResourceType.TOPIC,
-            topic,
-            principal,
-            AclOperation.CREATE,
-            AclOperation.WRITE,
-            AclOperation.DESCRIBE,
-            AclOperation.DESCRIBE_CONFIGS,
-            AclOperation.READ,
-        )
-    bindings += allow(ResourceType.GROUP, group, principal, AclOperation.READ)
+        bindings += sidecar_acl_bindings(principal, topic, consumer_group=group)
     create_acls(cluster, bindings)
 
 

@@ -183,7 +183,7 @@ def test_rotation_under_load_keeps_every_decision_open(cluster: CertCluster) -> 
     consumer_rebuilds = [
         event
         for event in sidecar.events()
-        if event.get("event") == "TLS files rotated: Kafka clients rebuilt"
+        if event.get("event") == "TLS files rotated: Kafka clients and signature trust rebuilt"
     ]
     assert len(consumer_rebuilds) == ROTATIONS, consumer_rebuilds
     for trace in (cluster.own, cluster.others):

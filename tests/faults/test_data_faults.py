@@ -36,6 +36,7 @@ from local_cluster import (
     LocalKafkaCluster,
     grant_sidecar_acls,
     grant_volume_quota_acls,
+    subject_of,
 )
 from local_cluster.clients import issue_client
 from publisher.log_dir_survey import LogDirAdmin, LogDirSurvey
@@ -337,7 +338,7 @@ REPLAY_SOFT_FREE, REPLAY_HARD_FREE = 16 * MIB, 8 * MIB
 
 
 def replay_decider(cluster: DataCluster) -> Daemon:
-    """A decider on the replay topic that requires signatures (``CN=kafka-{broker}``)."""
+    """A decider on the replay topic that requires signatures (the brokers' own subjects)."""
     return daemon(
         cluster.kafka,
         command="decide",
@@ -349,7 +350,7 @@ def replay_decider(cluster: DataCluster) -> Daemon:
         tls=cluster.kafka.identity_files("consumer"),
         extra={
             "VOLUME_QUOTA_SNAPSHOT_SIGNATURES": "require",
-            "VOLUME_QUOTA_SIGNER_IDENTITIES": "CN=kafka-{broker}",
+            "VOLUME_QUOTA_SIGNER_IDENTITIES": subject_of("kafka-{broker}"),
         },
     )
 

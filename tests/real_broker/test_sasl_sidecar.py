@@ -38,6 +38,7 @@ from local_cluster import (
     allow,
     scram_client_config,
     sidecar_acl_bindings,
+    subject_of,
 )
 from publisher.log_dir_survey import LogDirSurvey
 from schemas import VolumeSnapshot, decode_snapshot
@@ -261,7 +262,7 @@ def test_a_certificate_next_to_the_scram_user_still_signs(
     assert snapshot_of(records[0]).broker_id == 5
     trust = SignatureTrust(
         [x509.load_pem_x509_certificate(cluster.pki.ca_cert.read_bytes())],
-        cluster_signers=["CN=publisher"],
+        cluster_signers=[subject_of("publisher")],
     )
     key, value, headers = records[0]
     check = check_signature(key, value, headers, trust, datetime.now(UTC))

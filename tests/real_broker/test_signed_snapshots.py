@@ -8,8 +8,11 @@ by `volume-quota status`; with signatures accepted (the control) the same forger
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -20,10 +23,19 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow, grant_volume_quota_acls
+from local_cluster import (
+    SNAPSHOT_TOPIC,
+    LocalKafkaCluster,
+    allow,
+    grant_volume_quota_acls,
+    subject_of,
+)
 from tests.conftest import CliResult
 from tests.snapshot_factory import snapshot_line, volume
+from tests.support import wait_for
 from volume_quota.certificate_files import TlsFiles, load_signer
+from volume_quota.config import load_settings
+from volume_quota.daemons.decider import DecideDaemon
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
@@ -52,9 +64,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
         yield started
 
 
-def publish_as(cluster: LocalKafkaCluster, identity: str, broker_id: int, free: int) -> None:
-    """``identity`` connects with its own certificate and signs a snapshot for ``broker_id``."""
-    files = cluster.identity_files(identity)
+def publish_as(
+    cluster: LocalKafkaCluster,
+    identity: str,
+    broker_id: int,
+    free: int,
+    *,
+    signed_by: str | None = None,
+    topic: str = SNAPSHOT_TOPIC,
+) -> None:
+    """``identity`` connects with its own certificate and signs a snapshot for ``broker_id``
+    (with the certificate of ``signed_by``, when given)."""
+    files = cluster.identity_files(signed_by or identity)
     signer = load_signer(TlsFiles(files.ca, files.cert, files.key))
     key = str(broker_id).encode()
     value = snapshot_line(
@@ -64,7 +85,7 @@ def publish_as(cluster: LocalKafkaCluster, identity: str, broker_id: int, free: 
     producer = Producer({**cluster.client_config(identity), "acks": "all"})
     delivered: list[object] = []
     producer.produce(
-        SNAPSHOT_TOPIC,
+        topic,
         key=key,
         value=value,
         headers=headers,
@@ -88,7 +109,7 @@ def status(
         f"--tls-key-file={files.key}",
         "--no-tls-verify-hostname",
         f"--snapshot-signatures={signatures}",
-        "--signer-identities=CN=kafka-{broker}",
+        f"--signer-identities={subject_of('kafka-{broker}')}",
     )
     assert result.status == 0, result.err
     decision: dict[str, object] = json.loads(result.out)["decision"]
@@ -116,3 +137,64 @@ def test_forgeries_from_another_brokers_identity_are_rejected(
     reasons = held["reasons"]
     assert isinstance(reasons, list)
     assert reasons[0]["brokerId"] == 2
+
+
+def test_a_ca_added_to_the_bundle_is_trusted_for_signatures_without_a_restart(
+    cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    # A CA rotation adds the new CA to the bundle before any certificate of it is used. Trust
+    # loaded once at start made every broker signing with a new certificate stale under
+    # require, and paused the cluster until every decider restarted.
+    cluster.pki.issue("rogue-kafka-0")  # CN=kafka-0 from another CA: the "new" one
+    topic = "__volume_quota_snapshots_ca_rotation"  # none of the other tests' snapshots
+    admin = AdminClient(cluster.client_config("admin"))
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[
+        topic
+    ].result(30)
+    bindings = allow(
+        ResourceType.TOPIC, topic, "User:kafka-0", AclOperation.WRITE, AclOperation.DESCRIBE
+    ) + allow(ResourceType.TOPIC, topic, "User:consumer", AclOperation.READ, AclOperation.DESCRIBE)
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    files = cluster.identity_files("consumer")
+    bundle = tmp_path / "ca-bundle.pem"
+    bundle.write_bytes(files.ca.read_bytes())
+    decision_file = tmp_path / "decision.json"
+    settings = load_settings(
+        {
+            "bootstrap_servers": cluster.bootstrap_servers,
+            "tls_ca_file": str(bundle),
+            "tls_cert_file": str(files.cert),
+            "tls_key_file": str(files.key),
+            "tls_verify_hostname": False,
+            "decision_file": str(decision_file),
+            "stale_after": "1h",
+            "topic": topic,
+            "snapshot_signatures": "require",
+            "signer_identities": subject_of("kafka-{broker}"),
+        }
+    )
+    daemon = DecideDaemon(settings, serve_http=False)
+    stop = threading.Event()
+    thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        publish_as(cluster, "kafka-0", 0, free=900, topic=topic)
+        wait_for(lambda: state_of(decision_file) == "OPEN", 60, "OPEN, signed under the old CA")
+        publish_as(cluster, "kafka-0", 0, free=10, signed_by="rogue-kafka-0", topic=topic)
+        time.sleep(3)
+        assert state_of(decision_file) == "OPEN", "a CA not (yet) in the bundle vouches for none"
+        new_ca = cluster.pki.directory / "rogue-ca" / "ca.pem"
+        bundle.write_bytes(files.ca.read_bytes() + new_ca.read_bytes())
+        publish_as(cluster, "kafka-0", 0, free=10, signed_by="rogue-kafka-0", topic=topic)
+        wait_for(lambda: state_of(decision_file) == "PAUSE", 30, "the new CA's signer believed")
+    finally:
+        stop.set()
+        thread.join(timeout=15)
+
+
+def state_of(decision_file: Path) -> str:
+    try:
+        return str(json.loads(decision_file.read_text())["state"])
+    except (OSError, ValueError):
+        return ""

@@ -211,11 +211,18 @@ class DecideDaemon:
         except Exception as error:  # e.g. new certificate already there, new key not yet
             log.warning("rotated TLS files not usable yet", error=str(error))
             return
+        try:
+            signatures = signature_policy(self._settings)
+        except ValueError as error:  # a half-written CA bundle: the next change retries
+            log.warning("rotated CA bundle not readable yet", error=str(error))
+            clients.close()
+            return
         self._tls_watch.accept(fingerprint)
         old, self._clients = self._clients, clients
+        self.service.replace_signatures(signatures)
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
-        log.info("TLS files rotated: Kafka clients rebuilt")
+        log.info("TLS files rotated: Kafka clients and signature trust rebuilt")
 
     def _refusal_of_new_certificate(self) -> str | None:
         """Why the client certificate now on disk must not replace the one in use, if so."""

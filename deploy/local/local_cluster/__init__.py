@@ -34,6 +34,7 @@ from local_cluster.pki import (
     ClusterPki,
     IdentityFiles,
     read_certificate,
+    subject_of,
 )
 from local_cluster.processes import broker_pid, die_with_parent, start_child
 from local_cluster.quota_callback import callback_cluster, callback_properties
@@ -70,5 +71,6 @@ __all__ = [
     "scram_client_config",
     "sidecar_acl_bindings",
     "start_child",
+    "subject_of",
     "volume_quota_acl_bindings",
 ]

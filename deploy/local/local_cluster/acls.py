@@ -20,6 +20,10 @@ from local_cluster.errors import LocalClusterError
 from local_cluster.probe import CLIENT_LOG
 
 SNAPSHOT_TOPIC = "__volume_quota_snapshots"
+OVERRIDE_TOPIC = "__volume_quota_overrides"
+"""The operator's override topic: every decider reads it (Kafka refuses a topic without these
+grants whether or not it exists, and a decider reports that as an error)."""
+_OVERRIDE_READ = (AclOperation.READ, AclOperation.DESCRIBE)
 PUBLISHER_PRINCIPAL = "User:publisher"
 CONSUMER_PRINCIPAL = "User:consumer"
 _ACL_TIMEOUT_S = 30.0
@@ -51,6 +55,7 @@ def volume_quota_acl_bindings(
         _allow(ResourceType.TOPIC, topic, CONSUMER_PRINCIPAL, operation)
         for operation in (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS)
     ]
+    bindings += allow(ResourceType.TOPIC, OVERRIDE_TOPIC, CONSUMER_PRINCIPAL, *_OVERRIDE_READ)
     if consumer_group is not None:
         bindings.append(
             _allow(ResourceType.GROUP, consumer_group, CONSUMER_PRINCIPAL, AclOperation.READ)
@@ -131,6 +136,7 @@ def grant_sidecar_acls(
         [
             _allow(ResourceType.TOPIC, topic, PUBLISHER_PRINCIPAL, AclOperation.READ),
             _allow(ResourceType.GROUP, consumer_group, PUBLISHER_PRINCIPAL, AclOperation.READ),
+            *allow(ResourceType.TOPIC, OVERRIDE_TOPIC, PUBLISHER_PRINCIPAL, *_OVERRIDE_READ),
         ],
     )
 
@@ -143,14 +149,19 @@ def sidecar_acl_bindings(
 ) -> list[AclBinding]:
     """What :func:`grant_sidecar_acls` gives ``User:publisher``, for any ``principal`` (e.g. a
     SCRAM user's ``User:<name>``): CREATE, WRITE, READ, DESCRIBE and DESCRIBE_CONFIGS on
-    ``topic`` and READ on the (never joined) ``consumer_group``."""
-    return allow(
-        ResourceType.TOPIC,
-        topic,
-        principal,
-        AclOperation.CREATE,
-        AclOperation.WRITE,
-        AclOperation.READ,
-        AclOperation.DESCRIBE,
-        AclOperation.DESCRIBE_CONFIGS,
-    ) + allow(ResourceType.GROUP, consumer_group, principal, AclOperation.READ)
+    ``topic``, READ on the (never joined) ``consumer_group`` and READ and DESCRIBE on the
+    override topic."""
+    return (
+        allow(
+            ResourceType.TOPIC,
+            topic,
+            principal,
+            AclOperation.CREATE,
+            AclOperation.WRITE,
+            AclOperation.READ,
+            AclOperation.DESCRIBE,
+            AclOperation.DESCRIBE_CONFIGS,
+        )
+        + allow(ResourceType.GROUP, consumer_group, principal, AclOperation.READ)
+        + allow(ResourceType.TOPIC, OVERRIDE_TOPIC, principal, *_OVERRIDE_READ)
+    )

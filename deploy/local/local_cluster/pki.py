@@ -212,6 +212,12 @@ def _load_key(path: Path) -> PrivateKey:
     return key
 
 
+def subject_of(common_name: str) -> str:
+    """The RFC 4514 subject of an identity's certificate (``CN=<name>,O=...``): what an exact
+    identity rule (``signer_identities``, ``cluster_signers``) must spell out."""
+    return _name(common_name).rfc4514_string()
+
+
 def _name(common_name: str) -> x509.Name:
     return x509.Name(
         [
