@@ -51,6 +51,11 @@ JAR="deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
 JMX_EXPORTER_VERSION="$(sed -n 's/^ARG JMX_EXPORTER_VERSION=//p' deploy/container/Dockerfile)"
 AGENT="deploy/container/target/jmx_prometheus_javaagent.jar"
 AGENT_VERSION_FILE="deploy/container/target/jmx_prometheus_javaagent.version"
+# The history target's Spark Kafka source: the jars spark_history/connector.py names, for the
+# pyspark pin of pyproject.toml, fetched with mvn into the build context (the image never runs
+# mvn). fetch_dependencies keeps the directory complete or fetches it again.
+SPARK_VERSION="$(sed -n 's/^ *"pyspark==\([^"]*\)".*/\1/p' pyproject.toml)"
+CONNECTOR_DIR="deploy/container/target/spark-kafka-connector"
 # The flags every podman command needs here (see above); tests/container passes the same.
 PODMAN=(podman --runtime runc)
 LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
@@ -108,6 +113,15 @@ else
     echo "$JMX_EXPORTER_VERSION" >"$AGENT_VERSION_FILE"
 fi
 
+if [[ "$TARGET" == history ]]; then
+    [[ -n "$SPARK_VERSION" ]] || { say "no pyspark==<version> pin in pyproject.toml"; exit 1; }
+    say "Spark Kafka connector $SPARK_VERSION into $CONNECTOR_DIR (mvn, once)"
+    python3 -c 'import sys; from pathlib import Path
+from spark_history.connector import ensure_connector_jars
+print(*ensure_connector_jars(sys.argv[1], Path(sys.argv[2]).resolve()), sep="\n")' \
+        "$SPARK_VERSION" "$CONNECTOR_DIR" >&2
+fi
+
 say "building $IMAGE (target $TARGET)"
 start=$SECONDS
 "${PODMAN[@]}" build "${LIMITS[@]}" --network host \
@@ -115,6 +129,7 @@ start=$SECONDS
     --build-arg "PYTHON_IMAGE=$BASE_IMAGE" \
     --build-arg PLUGIN_JAR=context \
     --build-arg "JMX_EXPORTER_VERSION=$JMX_EXPORTER_VERSION" \
+    --build-arg "SPARK_VERSION=$SPARK_VERSION" \
     --ignorefile deploy/container/Dockerfile.dockerignore \
     -f deploy/container/Dockerfile --target "$TARGET" -t "$IMAGE" . >&2
 say "built $IMAGE in $((SECONDS - start)) s, $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE") bytes"

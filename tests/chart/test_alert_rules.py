@@ -246,3 +246,107 @@ def test_the_callback_alerts_on_synthetic_series(
         timeout=120,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+# certmanager_certificate_expiration_timestamp_seconds as Prometheus stores it when it scrapes
+# cert-manager with the default ServiceMonitor/PodMonitor (honorLabels false): the target's
+# namespace (cert-manager's own) wins, and the Certificate's namespace, exported by cert-manager
+# as `namespace`, is renamed `exported_namespace`. With honorLabels true the exported label is
+# kept as `namespace`. Both must fire for the broker Certificate, and only for it.
+_CERT_METRIC = "certmanager_certificate_expiration_timestamp_seconds"
+_CERT_SCRAPE = {
+    "job": "cert-manager",
+    "namespace": "cert-manager",
+    "service": "cert-manager",
+    "endpoint": "tcp-prometheus-servicemonitor",
+    "container": "cert-manager-controller",
+    "pod": "cert-manager-5d7f97b46d-x2x9k",
+    "instance": "10.0.3.7:9402",
+    "issuer_group": "cert-manager.io",
+    "issuer_kind": "Issuer",
+    "issuer_name": "kafka-ca",
+}
+_DAY = 86400
+
+
+def _cert_series(expires_at: int, **labels: str) -> dict[str, str]:
+    text = ", ".join(f'{key}="{value}"' for key, value in labels.items())
+    return {"series": f"{_CERT_METRIC}{{{text}}}", "values": f"{expires_at}+0x30"}
+
+
+def _broker_certificate_alert_test(
+    series: list[dict[str, str]], tmp_path: Path, *, fires: bool = True
+) -> str:
+    """promtool's complaints (empty: as expected): quiet after 5 minutes (its `for` is 10m),
+    then firing at 15 minutes for the broker Certificate alone if ``fires``, else quiet."""
+    groups = _groups(
+        render(settings=MONITORING | {"prometheusRule.brokerCertificateName": "kafka-broker"})
+    )
+    for group in groups:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    expected = {"name": "kafka-broker", "namespace": NAMESPACE, "severity": "warning"}
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "5m", "alertname": "VolumeQuotaBrokerCertificateExpiring"},
+                    {
+                        "eval_time": "15m",
+                        "alertname": "VolumeQuotaBrokerCertificateExpiring",
+                        "exp_alerts": [{"exp_labels": expected}] if fires else [],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    completed = subprocess.run(
+        [promtool(), "test", "rules", "tests.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
+
+
+def test_the_broker_certificate_alert_fires_on_the_default_cert_manager_scrape(
+    tmp_path: Path,
+) -> None:
+    series = [
+        # The broker Certificate, 3 days left (under the 14-day threshold).
+        _cert_series(3 * _DAY, **_CERT_SCRAPE, exported_namespace=NAMESPACE, name="kafka-broker"),
+        # Same name in another namespace, and another Certificate here: neither may fire.
+        _cert_series(2 * _DAY, **_CERT_SCRAPE, exported_namespace="other", name="kafka-broker"),
+        _cert_series(1 * _DAY, **_CERT_SCRAPE, exported_namespace=NAMESPACE, name="web"),
+    ]
+    failure = _broker_certificate_alert_test(series, tmp_path)
+    assert not failure, failure
+
+
+def test_the_broker_certificate_alert_fires_when_cert_manager_is_scraped_with_honor_labels(
+    tmp_path: Path,
+) -> None:
+    honored = {**_CERT_SCRAPE, "namespace": NAMESPACE}
+    series = [
+        _cert_series(3 * _DAY, **honored, name="kafka-broker"),
+        _cert_series(2 * _DAY, **{**honored, "namespace": "other"}, name="kafka-broker"),
+        _cert_series(1 * _DAY, **honored, name="web"),
+    ]
+    failure = _broker_certificate_alert_test(series, tmp_path)
+    assert not failure, failure
+
+
+def test_the_broker_certificate_alert_stays_quiet_with_time_left(tmp_path: Path) -> None:
+    series = [
+        _cert_series(60 * _DAY, **_CERT_SCRAPE, exported_namespace=NAMESPACE, name="kafka-broker")
+    ]
+    failure = _broker_certificate_alert_test(series, tmp_path, fires=False)
+    assert not failure, failure

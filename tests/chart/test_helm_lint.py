@@ -53,8 +53,9 @@ def test_lint_strict_passes_with_every_shipped_values_file(values: Path) -> None
 def test_the_install_notes_name_the_secrets_and_the_quota(tmp_path: Path) -> None:
     notes = render_notes(tmp_path / "chart", [PRODUCTION_VALUES])
     assert "5 Kafka nodes (KRaft, broker + controller)" in notes
-    assert "Secret kafka-broker-tls: broker certificate (CN kafka-broker" in notes
-    assert "Secret volume-quota-sidecar-tls: sidecar client certificate" in notes
+    assert "Secret vq-volume-quota-broker-tls: broker certificate (CN kafka-broker" in notes
+    assert "Secret vq-volume-quota-sidecar-tls: sidecar client certificate" in notes
+    assert "PriorityClass kafka-critical: created by this release" in notes
     assert "Secret kafka-admin-tls: used by Job vq-volume-quota-acls-1" in notes
     assert "Never throttled: User:volume-quota-sidecar;User:kafka-admin;" in notes
     assert "producers get the PAUSE floor of 393216 B/s" in notes

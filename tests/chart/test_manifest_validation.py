@@ -28,8 +28,8 @@ from tests.chart.chart_tools import (
 
 VALUE_SETS: dict[str, tuple[list[Path], dict[str, str]]] = {
     "default": ([], {}),
-    # Every values file the project ships: ci/*-values.yaml (own cluster, attach mode),
-    # values-production.yaml, the Bitnami attach values.
+    # Every values file the project ships: ci/*-values.yaml (own cluster, attach mode) and
+    # values-production.yaml.
     **{str(path.relative_to(REPO)): ([path], {}) for path in SHIPPED_VALUES},
     "everything-off": (
         [],
@@ -80,6 +80,7 @@ def test_the_value_sets_cover_every_kind_the_chart_renders() -> None:
         "PersistentVolumeClaim",
         "Pod",
         "PodDisruptionBudget",
+        "PriorityClass",
         "PrometheusRule",
         "Service",
         "ServiceAccount",

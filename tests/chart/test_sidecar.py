@@ -87,7 +87,9 @@ def test_the_production_values_reach_the_sidecar(production_manifests: list[Mani
     tls_volume = next(
         v for v in pod_spec(production_manifests)["volumes"] if v["name"] == "sidecar-tls"
     )
-    assert tls_volume["secret"]["secretName"] == "volume-quota-sidecar-tls"
+    # The chart's default name, which docs/kubernetes.md's Certificate creates (release kafka:
+    # kafka-volume-quota-sidecar-tls; test_production_prerequisites.py checks the docs).
+    assert tls_volume["secret"]["secretName"] == f"{RELEASE}-volume-quota-sidecar-tls"
 
 
 def test_every_value_can_be_set() -> None:

@@ -72,11 +72,9 @@ def test_the_settings_model_accepts_the_values(monkeypatch: pytest.MonkeyPatch) 
     assert settings.tls_verify_hostname is True
     assert str(settings.soft_limit.type.value) == "MinFreePercentage"
     assert settings.soft_limit.level == 15
-    assert settings.hard_limit.level == 5 * 1024**3
-    # Per log dir of each broker (nodes 3-5 in kafka.yaml), as DescribeLogDirs names them.
-    assert [override.volume for override in settings.volume_limits] == [
-        f"/var/lib/kafka/data-0/kafka-log{node}" for node in (3, 4, 5)
-    ]
+    assert settings.hard_limit.level == 25 * 1024**3
+    # No per-volume limit: those name a node id, which Strimzi chooses.
+    assert settings.volume_limits == []
 
 
 def test_it_runs_the_cluster_agent_as_the_images_user_on_a_read_only_root() -> None:
@@ -118,23 +116,27 @@ def test_the_probes_and_the_service_use_the_metrics_port() -> None:
 
 def test_the_certificate_files_come_from_the_kafkauser_and_the_cluster_ca_secrets() -> None:
     pod = one(documents(AGENT), "Deployment")["spec"]["template"]["spec"]
-    volumes = {volume["name"]: volume["secret"] for volume in pod["volumes"]}
-    mounts = {mount["mountPath"]: mount for mount in agent_container()["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
     files: dict[str, tuple[str, str]] = {}
-    for path, mount in mounts.items():
+    for mount in agent_container()["volumeMounts"]:
         assert mount["readOnly"] is True
-        secret = volumes[mount["name"]]
+        secret = volumes[mount["name"]].get("secret")
+        if secret is None:
+            continue
         # YAML's 0440: read for the owner (root) and the pod's fsGroup, the agent's group.
         assert secret["defaultMode"] == 0o440
-        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
         for item in secret["items"]:
-            files[f"{path}/{item['path']}"] = (secret["secretName"], item["key"])
+            files[f"{mount['mountPath']}/{item['path']}"] = (secret["secretName"], item["key"])
     env = agent_env()
     agent_user = one(documents(USERS), "KafkaUser", "volume-quota-agent")
     assert files[env["VOLUME_QUOTA_TLS_CERT_FILE"]] == (agent_user["metadata"]["name"], "user.crt")
     assert files[env["VOLUME_QUOTA_TLS_KEY_FILE"]] == (agent_user["metadata"]["name"], "user.key")
-    # The brokers' CA, not the clients CA that the user Secret's ca.crt holds.
-    assert files[env["VOLUME_QUOTA_TLS_CA_FILE"]] == ("my-cluster-cluster-ca-cert", "ca.crt")
+    # The brokers' CA (every certificate of the cluster CA Secret, bundled by ca-bundle), not
+    # the clients CA that the user Secret's ca.crt holds: test_agent_trust_and_limits.py.
+    cluster_ca = volumes["cluster-ca"]["secret"]
+    assert cluster_ca["secretName"] == "my-cluster-cluster-ca-cert"
+    assert cluster_ca["defaultMode"] == 0o440
 
 
 def test_the_agent_connects_to_the_tls_listener_with_client_certificates() -> None:

@@ -209,7 +209,21 @@ becomes its log dir, or an absolute path, given as is.
 {{- define "volume-quota.decisionDir" -}}/var/run/volume-quota{{- end -}}
 {{- define "volume-quota.decisionFile" -}}/var/run/volume-quota/decision.json{{- end -}}
 {{- define "volume-quota.pluginDir" -}}/opt/volume-quota/broker-plugin{{- end -}}
-{{- define "volume-quota.pluginJar" -}}/opt/volume-quota/broker-plugin/volume-quota-broker-plugin.jar{{- end -}}
+{{- define "volume-quota.pluginJar" -}}
+{{- if include "volume-quota.brokerImageHasPlugin" . -}}
+{{- .Values.sidecar.image.pluginJarPath -}}
+{{- else -}}
+/opt/volume-quota/broker-plugin/volume-quota-broker-plugin.jar
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when the broker image holds the callback jar and the metrics agent itself
+(kafka.image.includesVolumeQuota, own cluster only): no init container copies them.
+*/}}
+{{- define "volume-quota.brokerImageHasPlugin" -}}
+{{- if and .Values.kafka.enabled (.Values.kafka.image | default dict).includesVolumeQuota -}}true{{- end -}}
+{{- end -}}
 {{- define "volume-quota.brokerTlsDir" -}}/etc/kafka/tls{{- end -}}
 {{- define "volume-quota.sidecarTlsDir" -}}/etc/volume-quota/tls{{- end -}}
 {{- define "volume-quota.configTemplateDir" -}}/opt/volume-quota/kafka-config-template{{- end -}}
@@ -258,12 +272,20 @@ PrometheusRule. Never without the callback (quota.enabled).
 
 {{/* The agent and its configuration in the broker pod (the broker-plugin volume). */}}
 {{- define "volume-quota.metricsAgentJar" -}}
+{{- if include "volume-quota.brokerImageHasPlugin" . -}}
+{{- .Values.sidecar.image.metricsAgentPath -}}
+{{- else -}}
 {{- printf "%s/%s" (include "volume-quota.pluginDir" .) (base .Values.sidecar.image.metricsAgentPath) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The broker JVM option that loads the agent (added to KAFKA_OPTS of the broker only). */}}
 {{- define "volume-quota.metricsAgentOption" -}}
-{{- printf "-javaagent:%s=%d:%s/%s" (include "volume-quota.metricsAgentJar" .) (int .Values.kafka.metrics.port) (include "volume-quota.pluginDir" .) (include "volume-quota.metricsConfigFile" .) -}}
+{{- $configDir := include "volume-quota.pluginDir" . -}}
+{{- if include "volume-quota.brokerImageHasPlugin" . -}}
+{{- $configDir = .Values.sidecar.image.metricsConfigDir -}}
+{{- end -}}
+{{- printf "-javaagent:%s=%d:%s/%s" (include "volume-quota.metricsAgentJar" .) (int .Values.kafka.metrics.port) $configDir (include "volume-quota.metricsConfigFile" .) -}}
 {{- end -}}
 
 {{/* Prometheus' job label of the brokers' agent targets (set by the ServiceMonitor). */}}
@@ -275,6 +297,11 @@ PrometheusRule. Never without the callback (quota.enabled).
 {{- if .Values.kafka.enabled -}}kafka-headless{{- else -}}sidecar-metrics{{- end -}}
 {{- end -}}
 
+{{/* The broker JVM's GC log options: a rotation that fits the kafka-logs emptyDir. */}}
+{{- define "volume-quota.gcLogOpts" -}}
+{{- printf "-Xlog:gc*:file=/var/log/kafka/kafkaServer-gc.log:time,tags:filecount=%d,filesize=%dM" (int .Values.kafka.gcLog.fileCount) (int .Values.kafka.gcLog.fileSizeMiB) -}}
+{{- end -}}
+
 {{/* Refuse combinations that would leave every producer paused for good. */}}
 {{- define "volume-quota.validate" -}}
 {{- if and .Values.quota.enabled (not .Values.sidecar.enabled) -}}
@@ -284,6 +311,10 @@ PrometheusRule. Never without the callback (quota.enabled).
 {{- fail (printf "quota.pauseBytesPerSecond (%d) must not exceed quota.produceBaseBytesPerSecond (%d)" (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond)) -}}
 {{- end -}}
 {{- if .Values.kafka.enabled -}}
+{{- $gcLogMiB := mul (add1 (int .Values.kafka.gcLog.fileCount)) (int .Values.kafka.gcLog.fileSizeMiB) -}}
+{{- if gt (int $gcLogMiB) 512 -}}
+{{- fail (printf "kafka.gcLog: (fileCount + 1) x fileSizeMiB = %d MiB, more than half of the 1Gi kafka-logs emptyDir (the kubelet evicts the pod past its sizeLimit)" (int $gcLogMiB)) -}}
+{{- end -}}
 {{- if ne (int .Values.sidecar.brokerIdOffset) 0 -}}
 {{- fail "sidecar.brokerIdOffset must be 0 with kafka.enabled=true: this chart's brokers are numbered from 0 (node.id = pod ordinal)" -}}
 {{- end -}}

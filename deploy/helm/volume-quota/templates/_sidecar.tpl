@@ -164,7 +164,7 @@ volumeMounts:
 
 {{/* The pod volumes the sidecar and the callback need (a list). */}}
 {{- define "volume-quota.sidecarPodVolumes" -}}
-{{- if .Values.quota.enabled }}
+{{- if and .Values.quota.enabled (not (include "volume-quota.brokerImageHasPlugin" .)) }}
 - name: broker-plugin
   emptyDir:
     sizeLimit: 16Mi
@@ -191,9 +191,11 @@ volumeMounts:
 {{/* The broker container's mounts of those volumes (a list). */}}
 {{- define "volume-quota.brokerMounts" -}}
 {{- if .Values.quota.enabled }}
+{{- if not (include "volume-quota.brokerImageHasPlugin" .) }}
 - name: broker-plugin
   mountPath: {{ include "volume-quota.pluginDir" . }}
   readOnly: true
+{{- end }}
 - name: decision
   mountPath: {{ include "volume-quota.decisionDir" . }}
   readOnly: true
