@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs what a fresh machine lacks (idempotent), then runs every suite -
-# unit, property, fuzz, real filesystem, real Kafka broker and Spark. Nothing is deselected.
+# The test command: installs what a fresh machine lacks (idempotent), then runs every suite.
+# Fast tier first (lint, types, the unit tests), so a plain mistake fails in minutes; then the
+# builds (the callback jar, helm, a Kubernetes control plane, the images), then every suite that
+# needs them: chart and Kubernetes, systemd, the images, real filesystems, real Kafka brokers,
+# the fault matrix, end to end, Spark. Nothing is deselected: the two pytest runs below take
+# disjoint halves of tests/, and the second one takes every folder the first does not name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +15,10 @@ python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
 
+echo "== unit tests (no process, no network, no build)"
+fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
+python3 -m pytest -q "${fast[@]}"
+
 echo "== broker quota callback (Java): JUnit tests and the jar"
 (cd deploy/broker-plugin && mvn -q -B package)
 (cd deploy/strimzi/validation && mvn -q -B test)
@@ -18,8 +26,13 @@ echo "== broker quota callback (Java): JUnit tests and the jar"
 echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
 bash deploy/helm/install-helm.sh
 
-echo "== container image"
+echo "== Kubernetes control plane (kube-apiserver, controller-manager, scheduler, kubectl built from the Go module proxy; etcd from Debian; cached)"
+bash tests/kubernetes/install-control-plane.sh
+
+echo "== container images (podman: the sidecar, the history job, a Debian host with systemd as PID 1)"
 bash deploy/container/build.sh
+bash deploy/container/build.sh history
+bash tests/systemd/build-systemd-image.sh >/dev/null
 
 bash tests/spark/install_chromium.sh
 # tests/faults cuts one process off the network with iptables' cgroup match.
@@ -27,5 +40,11 @@ if ! command -v iptables >/dev/null; then
     echo "== iptables for the fault tests (apt-get)"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null
 fi
-echo "== tests"
-python3 -m pytest "$@"
+
+echo "== every other suite"
+slow=()
+for path in tests/*/ tests/test_*.py; do
+    path="${path%/}"
+    [[ " ${fast[*]} " == *" $path "* ]] || slow+=("$path")
+done
+python3 -m pytest "${slow[@]}" "$@"
