@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what a fresh machine lacks (idempotent), then runs every suite.
-# Fast tier first (lint, types, the unit tests), so a plain mistake fails in minutes; then the
-# builds (the callback jar, helm, a Kubernetes control plane, the images), then every suite that
+# Fast tier first (lint, types, the Java and Python unit tests), so a plain mistake fails in
+# minutes; then the builds (helm, a Kubernetes control plane, the images), then every suite that
 # needs them: chart and Kubernetes, systemd, the images, real filesystems, real Kafka brokers,
 # the fault matrix, end to end, Spark. Nothing is deselected: the two pytest runs below take
 # disjoint halves of tests/, and the second one takes every folder the first does not name.
@@ -15,13 +15,13 @@ python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
 
-echo "== unit tests (no process, no network, no build)"
-fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
-python3 -m pytest -q "${fast[@]}"
-
-echo "== broker quota callback (Java): JUnit tests and the jar"
+echo "== broker quota callback (Java): JUnit tests and the jar (the decoder fuzz tests run it)"
 (cd deploy/broker-plugin && mvn -q -B package)
 (cd deploy/strimzi/validation && mvn -q -B test)
+
+echo "== unit tests (no broker, no network, no image)"
+fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
+python3 -m pytest -q "${fast[@]}"
 
 echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
 bash deploy/helm/install-helm.sh

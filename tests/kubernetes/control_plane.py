@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -50,6 +49,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from local_cluster.ports import free_loopback_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO_ROOT / "tests" / "kubernetes" / "install-control-plane.sh"
@@ -109,17 +110,6 @@ def install_control_plane() -> Path:
         if not (bin_dir / tool).exists():
             raise RuntimeError(f"{INSTALL_SCRIPT} printed {bin_dir}, which has no {tool}")
     return bin_dir
-
-
-def free_loopback_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 (all held until every one is chosen)."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
 
 
 def now_rfc3339(*, micro: bool = False) -> str:
