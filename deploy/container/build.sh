@@ -62,20 +62,7 @@ LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 
 say() { echo "container image: $*" >&2; }
 
-missing=()
-command -v podman >/dev/null || missing+=(podman)
-command -v runc >/dev/null || missing+=(runc)
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-if ((${#missing[@]})); then
-    say "installing ${missing[*]} (apt-get)"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
-fi
-if ! "${PODMAN[@]}" info >/dev/null 2>&1; then
-    "${PODMAN[@]}" info >&2 || true
-    say "podman cannot open its storage or runtime here (see above); nothing was built"
-    exit 1
-fi
+source deploy/container/podman-ready.sh
 
 if "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
     say "base image $BASE_IMAGE exists, reused"
