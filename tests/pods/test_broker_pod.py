@@ -1,0 +1,232 @@
+"""A one-node release of deploy/helm/volume-quota whose pods really run: `helm install` on the real
+control plane (tests/kubernetes), then the broker Pod and the ACL Job's Pod that the controllers
+created are taken from the API server and run with `podman kube play` (pod_play.py lists what is
+rewritten for podman 4.3), on the sidecar image of deploy/container/build.sh and a Kafka image
+from Maven Central's jars (build-kafka-image.sh).
+
+Checked: the init container copied the callback jar, the broker starts with the callback loaded,
+the ACL Job grants the sidecar its ACLs, and the sidecar publishes its snapshot and writes a valid
+decision (OPEN: one broker, with a fresh snapshot and room on its volumes).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from local_cluster.ports import free_loopback_ports
+from schemas.decision import QuotaDecision, QuotaState
+from tests.kubernetes.cluster_checks import (
+    CHART,
+    RELEASE,
+    apply_objects,
+    documented_prerequisites,
+    tls_secret,
+    wait_for_bound_pods,
+)
+from tests.kubernetes.control_plane import CertificateAuthority, ControlPlane, Json
+from tests.pods.pod_play import PlayedPod, fetch_play_file, kafka_image, sidecar_image
+
+pytestmark = pytest.mark.kubernetes
+
+NAMESPACE = "kafka"
+"""docs/kubernetes.md's namespace: its Certificates' DNS names are the broker's, as written."""
+FULLNAME = f"{RELEASE}-volume-quota"
+BROKER_POD = f"{FULLNAME}-0"
+BROKER_START_TIMEOUT_S = 240.0
+DECISION_TIMEOUT_S = 180.0
+
+
+@dataclass
+class Release:
+    broker: PlayedPod
+    acl_job: PlayedPod
+    ports: dict[str, int]
+
+
+def install_settings(kafka: str, sidecar: str, ports: dict[str, int]) -> list[str]:
+    kafka_repository, kafka_tag = kafka.rsplit(":", 1)
+    sidecar_repository, sidecar_tag = sidecar.rsplit(":", 1)
+    settings = {
+        "replicas": "1",
+        "kafka.image.repository": kafka_repository,
+        "kafka.image.tag": kafka_tag,
+        "sidecar.image.repository": sidecar_repository,
+        "sidecar.image.tag": sidecar_tag,
+        "kafka.heapOpts": "-Xms256m -Xmx512m",
+        "kafka.ports.client": str(ports["client"]),
+        "kafka.ports.internal": str(ports["internal"]),
+        "kafka.ports.controller": str(ports["controller"]),
+        "sidecar.metricsPort": str(ports["metrics"]),
+    }
+    arguments: list[str] = []
+    for key, value in settings.items():
+        arguments += ["--set-string" if key.endswith(".tag") else "--set", f"{key}={value}"]
+    return arguments
+
+
+def issue_certificate_secrets_with_usages(plane: ControlPlane, objects: list[Json]) -> None:
+    """cert-manager's Secrets for docs/kubernetes.md's Issuer and Certificates, with the key
+    usages each Certificate asks for: the broker's certificate serves TLS too (server auth),
+    which cluster_checks.issue_certificate_secrets leaves out (no TLS handshake runs there)."""
+    ca = CertificateAuthority.create(f"{NAMESPACE}-ca")
+    for obj in objects:
+        spec = obj.get("spec", {})
+        if obj["kind"] == "Issuer" and "ca" in spec:
+            name, data = (
+                spec["ca"]["secretName"],
+                {"tls.crt": ca.certificate_pem, "tls.key": ca.key_pem},
+            )
+        elif obj["kind"] == "Certificate":
+            usages = spec.get("usages", [])
+            cert, key = ca.issue(
+                spec.get("commonName", spec["secretName"]),
+                dns_names=spec.get("dnsNames", []),
+                server="server auth" in usages,
+                client="client auth" in usages,
+            )
+            name = spec["secretName"]
+            data = {"tls.crt": cert, "tls.key": key, "ca.crt": ca.certificate_pem}
+        else:
+            continue
+        plane.api.create(
+            f"/api/v1/namespaces/{NAMESPACE}/secrets", tls_secret(name, NAMESPACE, data)
+        )
+
+
+def container_env(pod: Json, container: str, name: str) -> str:
+    (found,) = [c for c in pod["spec"]["containers"] if c["name"] == container]
+    (value,) = [e["value"] for e in found["env"] if e["name"] == name]
+    return str(value)
+
+
+def pod_host_names(plane: ControlPlane) -> list[str]:
+    """The names the pods connect to or advertise: the broker's own and its Service's."""
+    pod = plane.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{BROKER_POD}")
+    names = [f"{BROKER_POD}.{container_env(pod, 'kafka', 'POD_DOMAIN')}"]
+    bootstrap = container_env(pod, "volume-quota", "VOLUME_QUOTA_BOOTSTRAP_SERVERS")
+    names += [server.rsplit(":", 1)[0] for server in bootstrap.split(",")]
+    names += [f"{FULLNAME}.{NAMESPACE}.svc", f"{FULLNAME}.{NAMESPACE}.svc.cluster.local"]
+    return names
+
+
+@pytest.fixture(scope="module")
+def release(control_plane: ControlPlane) -> Iterator[Release]:
+    images = (kafka_image(), sidecar_image())
+    ports = dict(
+        zip(("client", "internal", "controller", "metrics"), free_loopback_ports(4), strict=True)
+    )
+    control_plane.create_namespace(NAMESPACE)
+    work = Path(tempfile.mkdtemp(prefix="volume-quota-pods-"))
+    played: list[PlayedPod] = []
+    try:
+        prerequisites = documented_prerequisites()
+        apply_objects(control_plane, prerequisites)
+        issue_certificate_secrets_with_usages(control_plane, prerequisites)
+        control_plane.helm(
+            "install",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            NAMESPACE,
+            *install_settings(*images, ports),
+        )
+        wait_for_bound_pods(control_plane, NAMESPACE, "app.kubernetes.io/component=kafka", 1)
+        # The ACL Job's name carries the release revision; its pod has the job-name label.
+        (acl_pod,) = wait_for_bound_pods(
+            control_plane, NAMESPACE, "batch.kubernetes.io/job-name", 1
+        ).pods
+        hosts = pod_host_names(control_plane)
+        broker = PlayedPod(
+            fetch_play_file(control_plane, NAMESPACE, BROKER_POD, hosts, work / "hosts"), work
+        )
+        acl = PlayedPod(
+            fetch_play_file(
+                control_plane, NAMESPACE, acl_pod["metadata"]["name"], hosts, work / "hosts"
+            ),
+            work,
+        )
+        played += [broker, acl]
+        broker.start()
+        acl.start()
+        yield Release(broker, acl, ports)
+    finally:
+        for pod in played:
+            pod.remove()
+        control_plane.helm("uninstall", RELEASE, "--namespace", NAMESPACE, check=False)
+        control_plane.delete_namespace(NAMESPACE)
+
+
+def test_play_file_changes_only_what_podman_cannot_run(release: Release) -> None:
+    rewritten = {r.split(":")[0] for r in release.broker.play.rewrites}
+    assert rewritten == {
+        "annotation checksum/config",
+        "annotation io.podman.annotations.init.container.type",
+        "restartPolicy",
+        "container kafka",
+        "container volume-quota",
+        "container kafka probes",
+        "container volume-quota probes",
+        "volume broker-tls",
+        "volume sidecar-tls",
+        "volume data-0",
+        "volume metadata",
+        "volume decision",
+        "volume broker-plugin",
+        "volume etc-hosts",
+    }, yaml.safe_dump(release.broker.play.rewrites)
+
+
+def test_broker_starts_with_the_callback_the_init_container_installed(release: Release) -> None:
+    broker = release.broker
+    seconds = broker.wait_for(
+        lambda: "volume-quota callback #1 configured" in broker.logs("kafka"),
+        "the broker to log `volume-quota callback #1 configured`",
+        BROKER_START_TIMEOUT_S,
+    )
+    print(f"callback configured {seconds:.0f} s after kube play")
+    init = "install-broker-plugin"
+    broker.wait_for(lambda: broker.exit_code(init) is not None, f"{init} to finish", 60)
+    assert broker.exit_code(init) == 0, broker.logs(init)
+    jar = broker.exec("kafka", "ls", "/opt/volume-quota/broker-plugin/")
+    assert "volume-quota-broker-plugin.jar" in jar
+
+
+def test_acl_job_grants_the_sidecar_its_acls(release: Release) -> None:
+    job = release.acl_job
+    (container,) = job.play.pod["spec"]["containers"]
+    name = container["name"]
+    job.wait_for(
+        lambda: job.exit_code(name) is not None, "the ACL Job to finish", BROKER_START_TIMEOUT_S
+    )
+    assert job.exit_code(name) == 0, job.logs(name)
+
+
+def test_sidecar_publishes_and_writes_a_valid_open_decision(release: Release) -> None:
+    broker = release.broker
+    decision_text = ""
+
+    def open_decision() -> bool:
+        nonlocal decision_text
+        result = broker.podman(
+            "exec",
+            broker.container("volume-quota"),
+            "cat",
+            "/var/run/volume-quota/decision.json",
+            check=False,
+        )
+        decision_text = result.stdout
+        if result.returncode != 0:
+            return False
+        decision = QuotaDecision.model_validate_json(decision_text)
+        return decision.state == QuotaState.OPEN and not decision.caused_by_missing_data
+
+    seconds = broker.wait_for(open_decision, "an OPEN decision file", DECISION_TIMEOUT_S)
+    print(f"OPEN decision {seconds:.0f} s after kube play: {decision_text}")
+    decision = QuotaDecision.model_validate_json(decision_text)
+    assert decision.unknown_brokers == []
