@@ -125,7 +125,8 @@ def issue_certificate_secrets(
 ) -> list[str]:
     """Stand-in for cert-manager (no cert-manager controller runs here): for each Certificate
     and Issuer applied, the Secret cert-manager works with, holding tls.crt, tls.key and ca.crt
-    as cert-manager writes them. Returns the Secret names created."""
+    as cert-manager writes them, with the extended key usages the Certificate asks for (the
+    broker's serves TLS: tests/pods runs it). Returns the Secret names created."""
     ca = CertificateAuthority.create(f"{namespace}-ca")
     created = []
     for obj in certificates:
@@ -136,8 +137,12 @@ def issue_certificate_secrets(
         elif obj["kind"] == "Certificate":
             spec = obj["spec"]
             name = spec["secretName"]
+            usages = spec.get("usages", ["client auth"])
             cert, key = ca.issue(
-                spec.get("commonName", name), dns_names=spec.get("dnsNames", []), client=True
+                spec.get("commonName", name),
+                dns_names=spec.get("dnsNames", []),
+                server="server auth" in usages,
+                client="client auth" in usages,
             )
             data = {"tls.crt": cert, "tls.key": key, "ca.crt": ca.certificate_pem}
         else:

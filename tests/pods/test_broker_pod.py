@@ -26,10 +26,10 @@ from tests.kubernetes.cluster_checks import (
     RELEASE,
     apply_objects,
     documented_prerequisites,
-    tls_secret,
+    issue_certificate_secrets,
     wait_for_bound_pods,
 )
-from tests.kubernetes.control_plane import CertificateAuthority, ControlPlane, Json
+from tests.kubernetes.control_plane import ControlPlane, Json
 from tests.pods.pod_play import PlayedPod, fetch_play_file, kafka_image, sidecar_image
 
 pytestmark = pytest.mark.kubernetes
@@ -70,35 +70,6 @@ def install_settings(kafka: str, sidecar: str, ports: dict[str, int]) -> list[st
     return arguments
 
 
-def issue_certificate_secrets_with_usages(plane: ControlPlane, objects: list[Json]) -> None:
-    """cert-manager's Secrets for docs/kubernetes.md's Issuer and Certificates, with the key
-    usages each Certificate asks for: the broker's certificate serves TLS too (server auth),
-    which cluster_checks.issue_certificate_secrets leaves out (no TLS handshake runs there)."""
-    ca = CertificateAuthority.create(f"{NAMESPACE}-ca")
-    for obj in objects:
-        spec = obj.get("spec", {})
-        if obj["kind"] == "Issuer" and "ca" in spec:
-            name, data = (
-                spec["ca"]["secretName"],
-                {"tls.crt": ca.certificate_pem, "tls.key": ca.key_pem},
-            )
-        elif obj["kind"] == "Certificate":
-            usages = spec.get("usages", [])
-            cert, key = ca.issue(
-                spec.get("commonName", spec["secretName"]),
-                dns_names=spec.get("dnsNames", []),
-                server="server auth" in usages,
-                client="client auth" in usages,
-            )
-            name = spec["secretName"]
-            data = {"tls.crt": cert, "tls.key": key, "ca.crt": ca.certificate_pem}
-        else:
-            continue
-        plane.api.create(
-            f"/api/v1/namespaces/{NAMESPACE}/secrets", tls_secret(name, NAMESPACE, data)
-        )
-
-
 def container_env(pod: Json, container: str, name: str) -> str:
     (found,) = [c for c in pod["spec"]["containers"] if c["name"] == container]
     (value,) = [e["value"] for e in found["env"] if e["name"] == name]
@@ -127,7 +98,7 @@ def release(control_plane: ControlPlane) -> Iterator[Release]:
     try:
         prerequisites = documented_prerequisites()
         apply_objects(control_plane, prerequisites)
-        issue_certificate_secrets_with_usages(control_plane, prerequisites)
+        issue_certificate_secrets(control_plane, NAMESPACE, prerequisites)
         control_plane.helm(
             "install",
             RELEASE,
