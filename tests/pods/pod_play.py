@@ -211,6 +211,11 @@ class PlayFile:
         ]
 
     @property
+    def empty_dir_names(self) -> list[str]:
+        """podman 4.3 makes each emptyDir a named volume of its name; kube down keeps it."""
+        return [v["name"] for v in self.pod["spec"].get("volumes", []) if "emptyDir" in v]
+
+    @property
     def owner(self) -> tuple[int, int]:
         """Who owns the claims' volumes: the pod's runAsUser and fsGroup (as a kubelet applies
         fsGroup to a volume; podman 4.3 ignores fsGroup)."""
@@ -335,7 +340,8 @@ def fetch_play_file(
 
 
 class PlayedPod:
-    """A pod played by podman from ``PlayFile``; :meth:`remove` takes it and its volumes away."""
+    """A pod played by podman from ``PlayFile``; :func:`remove_pods` takes it and its volumes
+    away."""
 
     def __init__(self, play: PlayFile, work: Path) -> None:
         self.play = play
@@ -344,6 +350,7 @@ class PlayedPod:
         self.file = work / f"{self.name}.yaml"
         self.conf = work / "containers.conf"
         self.started = 0.0
+        self.play_output = ""
 
     def _env(self) -> dict[str, str]:
         return {**os.environ, "CONTAINERS_CONF": str(self.conf)}
@@ -376,7 +383,9 @@ class PlayedPod:
             uid = OWNER_OVERRIDES.get(claim, self.play.owner[0])
             self.podman("volume", "create", "--opt", f"o=uid={uid},gid={self.play.owner[1]}", claim)
         self.started = time.monotonic()
-        return self.podman("kube", "play", "--network", "host", str(self.file)).stdout
+        played = self.podman("kube", "play", "--network", "host", str(self.file))
+        self.play_output = played.stdout + played.stderr
+        return played.stdout
 
     def container(self, name: str) -> str:
         return f"{self.name}-{name}"
@@ -415,17 +424,31 @@ class PlayedPod:
 
     def describe(self) -> str:
         listing = self.podman("ps", "--all", "--pod", "--filter", f"pod={self.name}", check=False)
-        parts = [listing.stdout]
+        parts = [f"kube play said:\n{self.play_output}", listing.stdout]
         spec = self.play.pod["spec"]
         for container in spec.get("initContainers", []) + spec.get("containers", []):
             parts.append(f"--- {container['name']} ({self.state(container['name'])}):")
             parts.append(self.logs(container["name"])[-6000:])
         return "\n".join(parts)
 
-    def remove(self) -> None:
-        """kube down, then the volumes kube play made (ConfigMaps' and claims')."""
+    def stop(self) -> None:
+        """kube down (when it was played), and the pod by name (left by a run that was killed)."""
         if self.file.exists():
             self.podman("kube", "down", str(self.file), check=False)
         self.podman("pod", "rm", "--force", "--ignore", self.name, check=False)
-        for volume in [*self.play.config_map_names, *self.play.claim_names]:
-            self.podman("volume", "rm", "--force", volume, check=False)
+
+    def volumes(self) -> list[str]:
+        """The named volumes ``kube play`` makes for it (ConfigMaps', emptyDirs') and that we make
+        (claims')."""
+        return [*self.play.config_map_names, *self.play.claim_names, *self.play.empty_dir_names]
+
+
+def remove_pods(pods: Iterable[PlayedPod]) -> None:
+    """Every pod first, then their volumes: pods share volumes (a Secret's), and removing a volume
+    by force removes every container still using it, another pod's too. Also takes away what a
+    killed run left under the same names ("volume already exists" otherwise)."""
+    pods = list(pods)
+    for pod in pods:
+        pod.stop()
+    for volume in sorted({volume for pod in pods for volume in pod.volumes()}):
+        pods[0].podman("volume", "rm", "--force", volume, check=False)

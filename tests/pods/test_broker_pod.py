@@ -30,7 +30,13 @@ from tests.kubernetes.cluster_checks import (
     wait_for_bound_pods,
 )
 from tests.kubernetes.control_plane import ControlPlane, Json
-from tests.pods.pod_play import PlayedPod, fetch_play_file, kafka_image, sidecar_image
+from tests.pods.pod_play import (
+    PlayedPod,
+    fetch_play_file,
+    kafka_image,
+    remove_pods,
+    sidecar_image,
+)
 
 pytestmark = pytest.mark.kubernetes
 
@@ -123,12 +129,13 @@ def release(control_plane: ControlPlane) -> Iterator[Release]:
             work,
         )
         played += [broker, acl]
+        remove_pods(played)
         broker.start()
         acl.start()
         yield Release(broker, acl, ports)
     finally:
-        for pod in played:
-            pod.remove()
+        if played:
+            remove_pods(played)
         control_plane.helm("uninstall", RELEASE, "--namespace", NAMESPACE, check=False)
         control_plane.delete_namespace(NAMESPACE)
 
