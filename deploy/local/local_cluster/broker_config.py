@@ -176,6 +176,23 @@ def _listener_properties(ports: BrokerPorts) -> dict[str, str]:
     return properties
 
 
+def node_files(
+    base_dir: Path, broker_count: int, log_dirs: Sequence[Sequence[Path]] | None
+) -> list[BrokerFiles]:
+    """Each node's home ``broker-<i>`` and its data dirs (``log_dirs[i]``, default
+    ``broker-<i>/data``)."""
+    return [
+        BrokerFiles(
+            home=base_dir / f"broker-{i}",
+            data_dirs=tuple(
+                Path(d).resolve()
+                for d in (log_dirs[i] if log_dirs else [base_dir / f"broker-{i}" / "data"])
+            ),
+        )
+        for i in range(broker_count)
+    ]
+
+
 def check_node_layout(
     broker_count: int,
     log_dirs: Sequence[Sequence[Path]] | None,

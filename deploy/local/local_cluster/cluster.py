@@ -22,6 +22,7 @@ from local_cluster.broker_config import (
     BrokerFiles,
     BrokerPorts,
     check_node_layout,
+    node_files,
     server_properties,
     write_log4j_config,
     write_properties,
@@ -89,6 +90,7 @@ class LocalKafkaCluster:
         stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
         ports: Sequence[BrokerPorts] | None = None,
         sasl_listener: bool = False,
+        per_broker_environment: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
         """``log_dirs[i]`` lists broker i's data dirs (default ``broker-<i>/data``).
 
@@ -100,20 +102,16 @@ class LocalKafkaCluster:
         start), for properties that must name the cluster's own addresses (e.g. a broker plugin's
         client bootstrap). ``sasl_listener`` adds a SASL_SSL (SCRAM) client listener on every
         node, for users made with :func:`local_cluster.scram.add_scram_user` (off by default).
+        ``per_broker_environment[i]`` adds variables to broker i's JVM environment (on top of
+        this process's), e.g. ``LD_PRELOAD`` of libfaketime to run one broker with its wall
+        clock off; by default every broker inherits this process's environment unchanged.
         """
         check_node_layout(broker_count, log_dirs, per_broker_properties, ports, sasl_listener)
+        if per_broker_environment is not None and len(per_broker_environment) != broker_count:
+            raise LocalClusterError("per_broker_environment needs one mapping per broker")
         self.base_dir = base_dir.resolve()
         self.broker_count = broker_count
-        self._files = [
-            BrokerFiles(
-                home=self.base_dir / f"broker-{i}",
-                data_dirs=tuple(
-                    Path(d).resolve()
-                    for d in (log_dirs[i] if log_dirs else [self.base_dir / f"broker-{i}" / "data"])
-                ),
-            )
-            for i in range(broker_count)
-        ]
+        self._files = node_files(self.base_dir, broker_count, log_dirs)
         self._shared_properties = dict(broker_properties or {})
         self._own_properties = [dict(p) for p in per_broker_properties or [{}] * broker_count]
         self._extra_classpath = tuple(Path(p).resolve() for p in extra_classpath)
@@ -128,6 +126,7 @@ class LocalKafkaCluster:
         self._pki: ClusterPki | None = None
         self._ports: list[BrokerPorts] | None = list(ports) if ports is not None else None
         self.sasl_listener = sasl_listener
+        self._environments = [dict(e) for e in per_broker_environment or [{}] * broker_count]
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # ----------------------------------------------------------------- lifecycle
@@ -161,7 +160,9 @@ class LocalKafkaCluster:
             _running_clusters.add(self)
         try:
             for index in range(self.broker_count):
-                self._processes[index] = launch_broker(self._jvm, self._files[index])
+                self._processes[index] = launch_broker(
+                    self._jvm, self._files[index], self._environments[index]
+                )
             self._wait_until_serving(range(self.broker_count))
         except BaseException:
             self.stop()
@@ -210,7 +211,9 @@ class LocalKafkaCluster:
             raise LocalClusterError("start() the cluster before starting single brokers")
         if index in self._processes and self._processes[index].poll() is None:
             raise LocalClusterError(f"broker {index} is already running")
-        self._processes[index] = launch_broker(self._jvm, self._files[index])
+        self._processes[index] = launch_broker(
+            self._jvm, self._files[index], self._environments[index]
+        )
         self._wait_until_serving([index])
 
     def restart_broker(self, index: int) -> None:

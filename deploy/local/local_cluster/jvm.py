@@ -9,7 +9,7 @@ import shutil
 import signal
 import subprocess
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,12 +127,19 @@ def format_storage(jvm: JvmSettings, nodes: Sequence[BrokerFiles], cluster_id: s
         raise LocalClusterError("formatting Kafka storage failed: " + "\n".join(failures))
 
 
-def launch_broker(jvm: JvmSettings, files: BrokerFiles) -> subprocess.Popen[bytes]:
-    """Start ``kafka.Kafka server.properties``; JVM stdout/stderr go to the console log."""
+def launch_broker(
+    jvm: JvmSettings, files: BrokerFiles, extra_environment: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``kafka.Kafka server.properties``; JVM stdout/stderr go to the console log.
+
+    ``extra_environment`` is added to this process's environment for the broker only.
+    """
     files.logs_dir.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, **extra_environment} if extra_environment else None
     with files.console_log.open("ab") as console:
         return subprocess.Popen(
             jvm.command(BROKER_MAIN_CLASS, [str(files.server_properties)], files),
+            env=environment,
             stdout=console,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
