@@ -11,6 +11,7 @@ decision (OPEN: one broker, with a fresh snapshot and room on its volumes).
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +54,9 @@ class Release:
     broker: PlayedPod
     acl_job: PlayedPod
     ports: dict[str, int]
+    hosts: list[str]
+    work: Path
+    played: list[PlayedPod]
 
 
 def install_settings(kafka: str, sidecar: str, ports: dict[str, int]) -> list[str]:
@@ -132,7 +136,7 @@ def release(control_plane: ControlPlane) -> Iterator[Release]:
         remove_pods(played)
         broker.start()
         acl.start()
-        yield Release(broker, acl, ports)
+        yield Release(broker, acl, ports, hosts, work, played)
     finally:
         if played:
             remove_pods(played)
@@ -208,3 +212,75 @@ def test_sidecar_publishes_and_writes_a_valid_open_decision(release: Release) ->
     print(f"OPEN decision {seconds:.0f} s after kube play: {decision_text}")
     decision = QuotaDecision.model_validate_json(decision_text)
     assert decision.unknown_brokers == []
+
+
+def finish_pod(plane: ControlPlane, pod: PlayedPod, container: str, exit_code: int) -> None:
+    """What a kubelet reports when a pod's only container ended: its phase, and how it ended."""
+    plane.api.merge_patch(
+        f"/api/v1/namespaces/{NAMESPACE}/pods/{pod.name}/status",
+        {
+            "status": {
+                "phase": "Succeeded" if exit_code == 0 else "Failed",
+                "containerStatuses": [
+                    {
+                        "name": container,
+                        "image": pod.play.pod["spec"]["containers"][0]["image"],
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "state": {"terminated": {"exitCode": exit_code}},
+                    }
+                ],
+            }
+        },
+    )
+
+
+def test_helm_test_passes_once_the_sidecar_is_ready(
+    release: Release, control_plane: ControlPlane
+) -> None:
+    """`helm test` as a user runs it: helm creates the hook pod on the API server, the pod runs
+    (podman stands in for the kubelet, and reports its end to the API server as a kubelet
+    would), and helm's exit status is the pod's."""
+    test_sidecar_publishes_and_writes_a_valid_open_decision(release)
+    helm = subprocess.Popen(
+        [str(control_plane.bin_dir / "helm"), "test", RELEASE, "--namespace", NAMESPACE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=control_plane.tool_env(),
+    )
+    try:
+        (test_pod,) = wait_for_bound_pods(
+            control_plane, NAMESPACE, "app.kubernetes.io/component=test", 1
+        ).pods
+        pod = PlayedPod(
+            fetch_play_file(
+                control_plane,
+                NAMESPACE,
+                test_pod["metadata"]["name"],
+                release.hosts,
+                release.work / "hosts",
+            ),
+            release.work,
+        )
+        release.played.append(pod)
+        pod.start()
+        (container,) = [c["name"] for c in pod.play.pod["spec"]["containers"]]
+        pod.wait_for(lambda: pod.exit_code(container) is not None, "the test pod to end", 120)
+        exit_code = pod.exit_code(container)
+        assert exit_code is not None
+        logs = pod.logs(container)
+        finish_pod(control_plane, pod, container, exit_code)
+        output, _ = helm.communicate(timeout=120)
+    finally:
+        if helm.poll() is None:
+            helm.kill()
+            helm.wait()
+    print(logs)
+    assert exit_code == 0, logs
+    assert helm.returncode == 0, output
+    assert "Phase:          Succeeded" in output, output
+    readyz = f"http://{BROKER_POD}."
+    assert f"ready     {readyz}" in logs, logs
+    assert '"state": "OPEN"' in logs.split("decision:", 1)[1], logs
