@@ -8,6 +8,11 @@ logged once and shown in ``volume_quota_override_active`` and
 while it waits (``volume_quota_override_dormant``), so nobody is surprised when it takes
 effect.
 
+Every record is judged first (``consumer.overrides.judge_override_record``: signed by an
+operator, ``setAt`` within the allowed skew of its arrival). A refused record never takes effect;
+it is logged as an error, counted in ``volume_quota_override_records_refused_total{reason}``
+and kept (the last few) for ``volume-quota status`` to list.
+
 An authorization error is not an absent topic: Kafka refuses a principal without DESCRIBE
 whether or not the topic exists, so an operator's override may be there, unseen. It is logged as
 an error, shown in ``volume_quota_override_topic_access_denied`` and in ``problem`` (which fails
@@ -23,21 +28,32 @@ cluster for as long as one broker hung, and every broker's decision expired
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections import deque
+from datetime import UTC, datetime
 
 import structlog
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from consumer.overrides import CLEARED, in_force, interpret_override
+from consumer.overrides import (
+    CLEARED,
+    OverridePolicy,
+    RefusalReason,
+    RefusedOverride,
+    in_force,
+    judge_override_record,
+)
 from consumer.snapshot_topic_reader import (
     SnapshotSource,
     TopicAccessDeniedError,
+    TopicRecord,
     TopicUnavailableError,
 )
-from schemas.decode import Rejection
 from schemas.override import QuotaOverride
 
 log = structlog.get_logger(logger_name="volume_quota.consumer")
+
+REFUSALS_KEPT = 10
+"""How many refused records ``refused`` keeps for ``status`` (the latest)."""
 
 
 class OverrideFollower:
@@ -47,8 +63,12 @@ class OverrideFollower:
         registry: CollectorRegistry,
         retry_seconds: float = 2.0,
         lookup_timeout_seconds: float = 1.0,
+        policy: OverridePolicy | None = None,
     ) -> None:
         self._source = source
+        self._policy = policy or OverridePolicy()
+        self._refused: deque[RefusedOverride] = deque(maxlen=REFUSALS_KEPT)
+        self._warned_producer_time = False
         self._retry_seconds = retry_seconds
         self._lookup_timeout_seconds = lookup_timeout_seconds
         self._next_attempt = 0.0
@@ -75,6 +95,15 @@ class OverrideFollower:
             ["state"],
             registry=registry,
         )
+        self._refusals = Counter(
+            "volume_quota_override_records_refused",
+            "Override records that did not take effect (not signed by an operator, setAt too "
+            "far from their arrival, undecodable), by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in RefusalReason:
+            self._refusals.labels(reason=reason.value)
         self._expiry = Gauge(
             "volume_quota_override_expiry_timestamp_seconds",
             "Unix time the override in force expires; 0 when none is in force.",
@@ -105,13 +134,22 @@ class OverrideFollower:
             log.warning("override reader reconnected through another broker", bootstrap=address)
         return address
 
+    @property
+    def refused(self) -> list[RefusedOverride]:
+        """The latest records that were refused, oldest first."""
+        return list(self._refused)
+
+    def replace_policy(self, policy: OverridePolicy) -> None:
+        """New trust (a rotated CA bundle); records already judged stay judged."""
+        self._policy = policy
+
     def replace_source(self, source: SnapshotSource) -> None:
         self._source = source
         self._next_attempt = 0.0
 
     def current(self, moment: float, now: datetime) -> QuotaOverride | None:
         """Read what arrived (retrying an unreadable topic) and return the override, if any."""
-        self._read(moment)
+        self._read(moment, now)
         override = self._override
         active = in_force(override, now)
         if active != self._announced_in_force:
@@ -151,7 +189,7 @@ class OverrideFollower:
         override = self._override
         return override if override is not None and now < override.set_at else None
 
-    def _read(self, moment: float) -> None:
+    def _read(self, moment: float, now: datetime) -> None:
         if not self._source.assigned:
             if moment < self._next_attempt:
                 return
@@ -185,12 +223,64 @@ class OverrideFollower:
             self._denied.set(0)
         try:
             for record in self._source.poll(0.0):
-                event = interpret_override(record.key, record.value)
-                if isinstance(event, Rejection):
-                    log.warning("override record skipped", reason=event.describe())
-                    continue
-                self._override = event
-                if event is CLEARED:
-                    log.warning("operator override cleared")
+                self._take(record, now)
         except Exception as error:  # transport trouble: retried next turn
             log.warning("reading the override topic failed", error=str(error))
+
+    def _take(self, record: TopicRecord, now: datetime) -> None:
+        """Judge one record; set or clear the override when it is believed."""
+        arrived = (
+            None
+            if record.timestamp_ms is None
+            else datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
+        )
+        if record.timestamp_ms is not None and not record.log_append_time:
+            self._warn_of_producer_time()
+        verdict = judge_override_record(
+            record.key,
+            record.value,
+            record.headers,
+            arrived_at=arrived,
+            now=now,
+            policy=self._policy,
+        )
+        if verdict.refusal is not None:
+            self._refuse(verdict.refusal)
+            return
+        if verdict.unverified is not None:
+            log.warning(
+                "override record used although not signed by an operator "
+                "(override_signatures=warn)",
+                problem=verdict.unverified,
+            )
+        if verdict.claimed_by is not None and verdict.override is not None:
+            log.info(
+                "override setBy replaced by its signer's identity",
+                claimed=verdict.claimed_by,
+                signer=verdict.override.set_by,
+            )
+        self._override = verdict.override
+        if verdict.override is CLEARED:
+            log.warning("operator override cleared")
+
+    def _warn_of_producer_time(self) -> None:
+        if self._warned_producer_time:
+            return
+        self._warned_producer_time = True
+        log.warning(
+            "the override topic keeps the writers' own timestamps (CreateTime): an old override "
+            "written again would be accepted as new; set message.timestamp.type=LogAppendTime "
+            "on it"
+        )
+
+    def _refuse(self, refusal: RefusedOverride) -> None:
+        self._refused.append(refusal)
+        self._refusals.labels(reason=refusal.reason.value).inc()
+        log.error(
+            "override record refused: it does not take effect",
+            reason=refusal.reason.value,
+            detail=refusal.detail,
+            state=refusal.state,
+            signer=refusal.signer,
+            arrived_at=refusal.arrived_at.isoformat(),
+        )

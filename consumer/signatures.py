@@ -16,6 +16,10 @@ Identities are matched exactly against the whole subject (RFC 4514, e.g. ``CN=ka
 ``CN=kafka-2,O=acme``) and each DNS name of the subject alternative names
 (``DNS:kafka-2.kafka.svc``); never against a common name taken out of a longer subject, so
 ``CN=kafka-2,O=attacker`` does not match ``CN=kafka-{broker}``.
+
+An operator's override record (key ``cluster``) is checked by steps 1 to 3 the same way; step 4
+is ``check_operator_signature``: one of the certificate's identities must be one of the
+operators' (``override_signers``), matched exactly as above.
 """
 
 from __future__ import annotations
@@ -121,6 +125,55 @@ def check_signature(
     now: datetime,
 ) -> SignatureCheck:
     """Whether the message ``key``/``value`` was signed by someone who may speak for its broker."""
+    verified = verify_signed_message(key, value, headers, trust.ca_certificates, now)
+    if isinstance(verified, SignatureCheck):
+        return verified
+    signer = verified.subject.rfc4514_string()
+    broker_id = broker_id_from_key(key)
+    if broker_id is None or not trust.may_speak_for(certificate_identities(verified), broker_id):
+        return SignatureCheck(
+            SignatureOutcome.WRONG_IDENTITY,
+            f"{signer} may not speak for key {(key or b'')[:20]!r}",
+            signer,
+        )
+    return SignatureCheck(SignatureOutcome.VALID, "trusted", signer)
+
+
+def check_operator_signature(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+    *,
+    ca_certificates: Sequence[x509.Certificate],
+    operators: Sequence[str],
+    now: datetime,
+) -> SignatureCheck:
+    """Whether an override record was signed by one of the ``operators``: identities matched
+    exactly, like the snapshot signers' (see the module docstring). On success ``signer`` is the
+    identity that matched (the subject or the ``DNS:`` name), the one to show as its author."""
+    verified = verify_signed_message(key, value, headers, ca_certificates, now)
+    if isinstance(verified, SignatureCheck):
+        return verified
+    names = certificate_identities(verified)
+    matched = next((name for name in names if name in operators), None)
+    if matched is None:
+        return SignatureCheck(
+            SignatureOutcome.WRONG_IDENTITY,
+            f"{names[0]} is not an operator identity (override_signers)",
+            names[0],
+        )
+    return SignatureCheck(SignatureOutcome.VALID, "signed by an operator", matched)
+
+
+def verify_signed_message(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+    ca_certificates: Sequence[x509.Certificate],
+    now: datetime,
+) -> x509.Certificate | SignatureCheck:
+    """The signer's certificate when steps 1 to 3 hold (signed, by a certificate a trusted CA
+    issued and valid now, and the signature verifies), else the failed check."""
     found = {name: content for name, content in headers if content is not None}
     signature, certificate_der = found.get(SIGNATURE_HEADER), found.get(SIGNER_HEADER)
     if signature is None or certificate_der is None:
@@ -130,7 +183,7 @@ def check_signature(
         signer = certificate.subject.rfc4514_string()
     except ValueError as error:
         return SignatureCheck(SignatureOutcome.MALFORMED, f"unreadable certificate: {error}")
-    if not _issued_by_trusted_ca(certificate, trust.ca_certificates, now):
+    if not _issued_by_trusted_ca(certificate, ca_certificates, now):
         return SignatureCheck(
             SignatureOutcome.UNTRUSTED_CERTIFICATE, "not issued by a trusted CA", signer
         )
@@ -143,14 +196,7 @@ def check_signature(
         )
     if not _signature_verifies(certificate, signature, signed_payload(key, value)):
         return SignatureCheck(SignatureOutcome.BAD_SIGNATURE, "signature does not verify", signer)
-    broker_id = broker_id_from_key(key)
-    if broker_id is None or not trust.may_speak_for(certificate_identities(certificate), broker_id):
-        return SignatureCheck(
-            SignatureOutcome.WRONG_IDENTITY,
-            f"{signer} may not speak for key {(key or b'')[:20]!r}",
-            signer,
-        )
-    return SignatureCheck(SignatureOutcome.VALID, "trusted", signer)
+    return certificate
 
 
 def _issued_by_trusted_ca(

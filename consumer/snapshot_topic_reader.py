@@ -13,7 +13,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    KafkaError,
+    TopicPartition,
+)
 
 from consumer.bootstrap_rotation import ClusterView, cluster_view, next_bootstrap
 
@@ -25,6 +31,7 @@ class KafkaMessage(Protocol):
     def partition(self) -> int | None: ...
     def offset(self) -> int | None: ...
     def headers(self) -> Any: ...
+    def timestamp(self) -> tuple[int, int]: ...
 
 
 class KafkaConsumer(Protocol):
@@ -77,6 +84,11 @@ class TopicRecord:
     partition: int
     offset: int
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+    """The record's Kafka timestamp (ms since the epoch); None when Kafka gave none."""
+    log_append_time: bool = False
+    """The timestamp is the broker's (``message.timestamp.type=LogAppendTime``), not the
+    producer's own claim."""
 
 
 class SnapshotTopicReader:
@@ -156,7 +168,16 @@ class SnapshotTopicReader:
                 continue
             self._next_offsets[partition] = offset + 1
             headers = header_pairs(message.headers())
-            yield TopicRecord(message.key(), message.value(), partition, offset, headers)
+            kind, milliseconds = message.timestamp()
+            yield TopicRecord(
+                message.key(),
+                message.value(),
+                partition,
+                offset,
+                headers,
+                milliseconds if kind != TIMESTAMP_NOT_AVAILABLE else None,
+                kind == TIMESTAMP_LOG_APPEND_TIME,
+            )
 
     def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
         """Replace the consumer with one bootstrapped from a single broker, resuming every

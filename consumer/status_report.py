@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -9,6 +10,7 @@ from pydantic import Field
 
 from consumer.cluster_state import ClusterState
 from consumer.limits import judge_volume
+from consumer.overrides import RefusedOverride
 from consumer.reasons import human_bytes
 from schemas.decision import QuotaDecision, QuotaState, ReasonKind
 from schemas.wire_types import WireModel
@@ -29,13 +31,32 @@ class VolumeStatus(WireModel):
     snapshot_age_seconds: float = Field(alias="snapshotAgeSeconds")
 
 
+class RefusedOverrideStatus(WireModel):
+    """An override record that never took effect (see ``consumer.overrides``)."""
+
+    reason: str
+    detail: str
+    arrived_at: datetime = Field(alias="arrivedAt")
+    state: str | None = None
+    signer: str | None = None
+
+
 class ClusterStatus(WireModel):
     decision: QuotaDecision
     volumes: list[VolumeStatus]
+    refused_overrides: list[RefusedOverrideStatus] = Field(
+        default_factory=list, alias="refusedOverrides"
+    )
 
 
-def cluster_status(state: ClusterState, decision: QuotaDecision, now: datetime) -> ClusterStatus:
-    """One row per volume of every broker with a snapshot, worst first."""
+def cluster_status(
+    state: ClusterState,
+    decision: QuotaDecision,
+    now: datetime,
+    refused_overrides: Sequence[RefusedOverride] = (),
+) -> ClusterStatus:
+    """One row per volume of every broker with a snapshot, worst first; and the override
+    records refused lately."""
     rows = []
     moment = now.timestamp()
     for assessment in state.assessments():
@@ -60,7 +81,17 @@ def cluster_status(state: ClusterState, decision: QuotaDecision, now: datetime) 
                 )
             )
     rows.sort(key=lambda row: (row.throttle_factor, row.broker_id, row.volume_name))
-    return ClusterStatus(decision=decision, volumes=rows)
+    refused = [
+        RefusedOverrideStatus(
+            reason=refusal.reason.value,
+            detail=refusal.detail,
+            arrived_at=refusal.arrived_at,
+            state=refusal.state,
+            signer=refusal.signer,
+        )
+        for refusal in refused_overrides
+    ]
+    return ClusterStatus(decision=decision, volumes=rows, refused_overrides=refused)
 
 
 _COLUMNS = ("BROKER", "VOLUME", "PATH", "FREE", "FREE %", "SOFT AT", "HARD AT", "STATE", "AGE")
@@ -102,7 +133,16 @@ def render_status_table(status: ClusterStatus) -> str:
     if decision.unknown_brokers:
         summary.append(f"unknown brokers: {', '.join(map(str, decision.unknown_brokers))}")
     summary.extend(f"  - {reason.detail}" for reason in decision.reasons[:5])
+    if status.refused_overrides:
+        summary.append("refused override records (never took effect):")
+        summary.extend(_refusal_line(refusal) for refusal in status.refused_overrides)
     return table + "\n\n" + "\n".join(summary) + "\n"
+
+
+def _refusal_line(refusal: RefusedOverrideStatus) -> str:
+    attempt = f"forcing {refusal.state}" if refusal.state else "clearing (or unreadable)"
+    by = f", signed by {refusal.signer}" if refusal.signer else ""
+    return f"  - {refusal.arrived_at.isoformat()} {attempt}{by}: {refusal.reason}: {refusal.detail}"
 
 
 def _overridden(decision: QuotaDecision) -> bool:

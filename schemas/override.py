@@ -5,6 +5,11 @@ default) so that Kafka's ACLs can let operators write it and nobody else; a tomb
 early. Every decider reads it; while it is in force the decision is the override's state and
 its first reason says so. It always expires by itself: at most ``MAX_OVERRIDE_SECONDS`` after
 it was set.
+
+The record is signed like a snapshot (``schemas.signature``, over the key ``cluster`` and this
+value). A reader believes ``setBy`` only as a claim: where signatures are checked it shows the
+operator identity that signed instead, and it refuses a record whose ``setAt`` is far from the
+record's Kafka timestamp (``consumer.overrides``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from consumer.clock import Clock, SystemClock
@@ -118,13 +119,27 @@ def send_and_wait(
     return outcome[0]
 
 
+@dataclass(frozen=True, slots=True)
+class OverrideTopicRequirements(TopicRequirements):
+    """The override topic: compacted like the others, and every record stamped with the
+    broker's clock (``LogAppendTime``), the arrival a decider checks an override's ``setAt``
+    against; with ``CreateTime`` the writer would choose it."""
+
+    def creation_config(self) -> dict[str, str]:
+        return {**TopicRequirements.creation_config(self), **OVERRIDE_TOPIC_TIMESTAMPS}
+
+
+OVERRIDE_TOPIC_TIMESTAMPS = {"message.timestamp.type": "LogAppendTime"}
+
+
 def write_override(settings: ConnectedSettings, value: bytes | None) -> None:
-    """Write the override record (or its tombstone) to the override topic, creating the
-    compacted topic when missing; ``PublicationFailedError`` when Kafka does not take it."""
+    """Write the override record (or its tombstone) to the override topic, signed with the
+    client certificate's key, creating the compacted topic (``LogAppendTime``) when missing;
+    ``PublicationFailedError`` when Kafka does not take it."""
     connection = settings.required_kafka_connection()
     timeout = settings.delivery_timeout
     admin = new_admin_client(with_client_logger(admin_config(connection, 0)))
-    requirements = TopicRequirements(name=settings.override_topic)
+    requirements = OverrideTopicRequirements(name=settings.override_topic)
     check = check_topic(admin, requirements, value is not None, timeout)
     if check.outcome is TopicOutcome.MISCONFIGURED:
         raise UsageError(check.detail)

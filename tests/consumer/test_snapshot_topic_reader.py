@@ -19,6 +19,7 @@ class FakeMessage:
     value_: bytes | None
     partition_: int
     offset_: int
+    timestamp_: tuple[int, int] = (0, 0)
 
     def error(self) -> None:
         return None
@@ -37,6 +38,9 @@ class FakeMessage:
 
     def offset(self) -> int:
         return self.offset_
+
+    def timestamp(self) -> tuple[int, int]:
+        return self.timestamp_
 
 
 @dataclass
@@ -99,6 +103,21 @@ def test_caught_up_only_past_the_end_offsets_seen_at_start() -> None:
     consumer.queued = [FakeMessage(b"3", None, 1, 5)]
     assert [record.value for record in reader.poll(0)] == [None]
     assert reader.caught_up
+
+
+def test_records_carry_their_kafka_timestamp_and_whether_the_broker_set_it() -> None:
+    reader, consumer = reader_over({0: (0, 3)})
+    reader.assign_from_beginning()
+    consumer.queued = [
+        FakeMessage(b"cluster", b"a", 0, 0, (2, 1_700_000_000_000)),  # LogAppendTime
+        FakeMessage(b"cluster", b"b", 0, 1, (1, 1_700_000_000_500)),  # CreateTime
+        FakeMessage(b"cluster", b"c", 0, 2, (0, -1)),  # not available
+    ]
+    assert [(record.timestamp_ms, record.log_append_time) for record in reader.poll(0)] == [
+        (1_700_000_000_000, True),
+        (1_700_000_000_500, False),
+        (None, False),
+    ]
 
 
 def test_empty_topic_is_caught_up_at_once() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from consumer.cluster_state import ClusterState
+from consumer.overrides import RefusalReason, RefusedOverride
 from consumer.status_report import cluster_status, render_status_table, status_as_json
 from schemas.decision import QuotaDecision, QuotaState
 from tests.snapshot_factory import NOON, make_snapshot, volume
@@ -51,3 +52,37 @@ def test_json_form_uses_wire_names() -> None:
     document = status_as_json(cluster_status(state, decision, NOON))
     assert document["decision"]["state"] == "THROTTLE"
     assert document["volumes"][0]["freePercent"] == 15.0
+
+
+REFUSED = RefusedOverride(
+    RefusalReason.NOT_AN_OPERATOR,
+    "CN=kafka-2 is not an operator identity (override_signers)",
+    NOON,
+    "OPEN",
+    "CN=kafka-2",
+)
+
+
+def test_refused_override_records_are_listed_with_their_reason() -> None:
+    state, decision = build()
+    text = render_status_table(cluster_status(state, decision, NOON, [REFUSED]))
+    assert "refused override records (never took effect):" in text
+    assert (
+        "2026-11-22T12:00:00+00:00 forcing OPEN, signed by CN=kafka-2: not_an_operator: "
+        "CN=kafka-2 is not an operator identity" in text
+    )
+    assert "refused override" not in render_status_table(cluster_status(state, decision, NOON))
+
+
+def test_refused_override_records_are_in_the_json_form() -> None:
+    state, decision = build()
+    document = status_as_json(cluster_status(state, decision, NOON, [REFUSED]))
+    assert document["refusedOverrides"] == [
+        {
+            "reason": "not_an_operator",
+            "detail": "CN=kafka-2 is not an operator identity (override_signers)",
+            "arrivedAt": "2026-11-22T12:00:00Z",
+            "state": "OPEN",
+            "signer": "CN=kafka-2",
+        }
+    ]

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from consumer.policy import DecisionPolicy
+from consumer.signatures import SignatureMode
 from schemas.decision import OnMissing
+from tests.publisher.tls_material import TestCertificateAuthority
 from volume_quota.cli import build_parser
 from volume_quota.config import DecideSettings, SidecarSettings, StatusSettings, load_settings
 from volume_quota.config.commands import ALL_SETTINGS as ALL
@@ -16,6 +18,8 @@ from volume_quota.config.concerns import PolicySettings
 from volume_quota.config.reference import BEGIN, END, settings_reference
 from volume_quota.config.sources import load
 from volume_quota.config.startup_checks import wait_for_broker_files
+from volume_quota.daemons.decider import announce_override_trust, override_policy
+from volume_quota.errors import UsageError
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -102,3 +106,70 @@ def test_a_sidecar_waits_for_its_broker_to_format_the_log_dir(tmp_path: Path) ->
 def test_without_a_wait_a_missing_log_dir_is_reported_at_once(tmp_path: Path) -> None:
     settings = load(SidecarSettings, {"log_dirs": str(tmp_path / "nothing")}, None, ALL)
     wait_for_broker_files(settings, sleep=lambda _: pytest.fail("waited"), monotonic=lambda: 0.0)
+
+
+def test_overrides_are_checked_by_default_but_not_refused_until_operators_are_named() -> None:
+    # warn: every shipped deployment keeps its emergency switch; an unverified override says so.
+    settings = load(DecideSettings, {})
+    assert settings.override_signatures is SignatureMode.WARN
+    assert settings.override_signers == []
+    assert settings.override_max_clock_skew == 300.0
+    assert load(StatusSettings, {}).override_signatures is SignatureMode.WARN
+
+
+def test_require_without_an_operator_identity_is_a_configuration_error() -> None:
+    with pytest.raises(UsageError, match="require needs override_signers"):
+        load(DecideSettings, {"override_signatures": "require"})
+
+
+def test_operator_identities_are_whole_identities_separated_by_semicolons() -> None:
+    settings = load(
+        DecideSettings,
+        {
+            "override_signatures": "REQUIRE",
+            "override_signers": "CN=alice,O=ops; DNS:oncall.ops.example",
+            "override_max_clock_skew": "2m",
+        },
+    )
+    assert settings.override_signers == ["CN=alice,O=ops", "DNS:oncall.ops.example"]
+    assert settings.override_max_clock_skew == 120.0
+    with pytest.raises(UsageError, match="no \\{broker\\}"):
+        load(DecideSettings, {"override_signers": "CN=kafka-{broker}"})
+
+
+def test_the_override_policy_trusts_the_cluster_ca_for_the_named_operators(
+    tmp_path: Path,
+) -> None:
+    ca = TestCertificateAuthority()
+    tls = ca.write_identity(tmp_path, "kafka-0")
+    values = {"override_signatures": "require", "override_signers": "CN=alice"}
+    files = {
+        "tls_ca_file": str(tls.ca),
+        "tls_cert_file": str(tls.cert),
+        "tls_key_file": str(tls.key),
+    }
+    policy = override_policy(load(DecideSettings, {**values, **files}))
+    assert policy.mode is SignatureMode.REQUIRE
+    assert list(policy.ca_certificates) == [ca.certificate]
+    assert tuple(policy.operators) == ("CN=alice",)
+    with pytest.raises(UsageError, match="VOLUME_QUOTA_TLS_CA_FILE"):
+        override_policy(load(DecideSettings, values))
+    unverifiable = override_policy(load(DecideSettings, {}))  # warn without a CA: all unverified
+    assert (unverifiable.mode, list(unverifiable.ca_certificates)) == (SignatureMode.WARN, [])
+
+
+def test_a_decider_says_at_start_whether_overrides_can_be_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    announce_override_trust(load(DecideSettings, {"override_signatures": "accept"}))
+    assert "override signatures are not checked" in capsys.readouterr().out
+    announce_override_trust(load(DecideSettings, {}))
+    assert "no override can be verified" in capsys.readouterr().out
+    tls = TestCertificateAuthority().write_identity(tmp_path, "kafka-0")
+    files = {
+        "tls_ca_file": str(tls.ca),
+        "tls_cert_file": str(tls.cert),
+        "tls_key_file": str(tls.key),
+    }
+    announce_override_trust(load(DecideSettings, {**files, "override_signers": "CN=alice"}))
+    assert "overrides checked against the operator identities" in capsys.readouterr().out

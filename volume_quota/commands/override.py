@@ -25,6 +25,14 @@ compacted topic (--override-topic) within seconds and decides its state for ever
 until it expires (at most {MAX_OVERRIDE_SECONDS // 3600} h) or is cleared. Decisions say so in
 their first reason, `volume-quota status` shows it, and each decider logs it and exports
 volume_quota_override_active. Grant WRITE on the override topic to operators only.
+
+The record (and the tombstone of --clear) is signed with the key of --tls-cert-file. Deciders
+check it against their override_signers: with override_signatures=require an override not
+signed by one of them is refused and never takes effect (status lists it), with warn it takes
+effect marked unverified. Its setBy is the identity that matched (e.g. CN=alice), whatever the
+record says. Its setAt is now: a decider refuses one further than override_max_clock_skew from
+the record's Kafka timestamp, so this machine's clock must be right. A missing topic is created
+compacted with message.timestamp.type=LogAppendTime (the broker's clock).
 """
 
 EPILOG = """\
@@ -62,6 +70,12 @@ def run(arguments: argparse.Namespace) -> int:
     settings = settings_from_arguments(ConnectedSettings, arguments)
     configure_logging(settings.log_level)
     override = None if arguments.clear else _override(arguments, settings)
+    if settings.client_tls_files() is None:
+        print(
+            "volume-quota: warning: no --tls-cert-file, so the override is not signed: deciders "
+            "with override_signatures=require refuse it",
+            file=sys.stderr,
+        )
     try:
         write_override(settings, None if override is None else override.to_json_bytes())
     except PublicationFailedError as error:

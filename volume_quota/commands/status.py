@@ -17,13 +17,16 @@ from consumer.override_follower import OverrideFollower
 from consumer.status_report import cluster_status, render_status_table, status_as_json
 from volume_quota.arguments import positive_seconds
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
-from volume_quota.daemons.decider import KafkaClients, signature_policy
+from volume_quota.daemons.decider import KafkaClients, override_policy, signature_policy
 from volume_quota.logging_setup import configure_logging
 
 DESCRIPTION = """\
 Read the snapshot topic from the beginning (as the consumer does), learn the live brokers, and
 print a table of brokers x volumes (free space, free %, soft and hard thresholds, state, snapshot
-age) followed by the cluster decision and what drove it. Read-only: writes nothing.
+age) followed by the cluster decision and what drove it (an operator's override first, set by
+the operator identity that signed it), and the latest override records that were refused and
+never took effect (not signed by an operator, setAt too far from their arrival: see
+override_signatures). Read-only: writes nothing.
 """
 
 EPILOG = """\
@@ -72,13 +75,17 @@ def run(arguments: argparse.Namespace) -> int:
         metrics=ConsumerMetrics(CollectorRegistry()),
         timing=LoopTiming(poll_timeout_seconds=0.2, retry_seconds=1.0),
         signatures=signature_policy(settings),
-        overrides=(overrides := OverrideFollower(clients.override_reader, CollectorRegistry())),
+        overrides=(
+            overrides := OverrideFollower(
+                clients.override_reader, CollectorRegistry(), policy=override_policy(settings)
+            )
+        ),
     )
     try:
         service.run(threading.Event(), until_ready=True, timeout_seconds=arguments.timeout)
     finally:
         clients.close()
-    status = cluster_status(state, service.current.decision, clock.wall())
+    status = cluster_status(state, service.current.decision, clock.wall(), overrides.refused)
     if arguments.json:
         print(json.dumps(status_as_json(status), indent=2))
     else:

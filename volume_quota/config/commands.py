@@ -23,7 +23,7 @@ from volume_quota.config.concerns import (
 )
 from volume_quota.config.credentials import TLS_SETTINGS
 from volume_quota.config.sources import describe_setting
-from volume_quota.config.trust import AgentSettings, SignatureSettings
+from volume_quota.config.trust import AgentSettings, OverrideTrustSettings, SignatureSettings
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import KafkaConnection, SaslCredentials
 
@@ -163,7 +163,9 @@ class PublishSettings(ConnectedSettings, PublishingSettings, HttpSettings):
         )
 
 
-class DecideSettings(ConnectedSettings, DecidingSettings, SignatureSettings, HttpSettings):
+class DecideSettings(
+    ConnectedSettings, DecidingSettings, SignatureSettings, OverrideTrustSettings, HttpSettings
+):
     """``volume-quota decide``."""
 
     def required_decision_file(self) -> Path:
@@ -181,7 +183,7 @@ class SidecarSettings(PublishSettings, DecideSettings):  # type: ignore[misc]
     """``volume-quota sidecar``: the publisher and the decider in one process."""
 
 
-class StatusSettings(ConnectedSettings, PolicySettings, SignatureSettings):
+class StatusSettings(ConnectedSettings, PolicySettings, SignatureSettings, OverrideTrustSettings):
     """``volume-quota status``."""
 
 

@@ -31,6 +31,7 @@ from consumer.decision_service import (
 )
 from consumer.live_brokers import describe_live_brokers
 from consumer.override_follower import OverrideFollower
+from consumer.overrides import OverridePolicy
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import SnapshotTopicReader
@@ -74,6 +75,45 @@ def signature_policy(settings: StatusSettings | DecideSettings) -> SignaturePoli
         cluster_signers=settings.cluster_signers,
     )
     return SignaturePolicy(settings.snapshot_signatures, trust)
+
+
+def override_policy(settings: StatusSettings | DecideSettings) -> OverridePolicy:
+    """Who may set an override: the operator identities, certified by the cluster CA of
+    ``tls_ca_file`` (none given: no signature can be verified, every override is unverified)."""
+    mode = settings.override_signatures
+    certificates: list[x509.Certificate] = []
+    if mode is not SignatureMode.ACCEPT:
+        ca_file = settings.required_ca_file() if mode is SignatureMode.REQUIRE else None
+        ca_file = ca_file or settings.tls_ca_file
+        if ca_file is not None:
+            certificates = x509.load_pem_x509_certificates(ca_file.read_bytes())
+    return OverridePolicy(
+        mode,
+        certificates,
+        tuple(settings.override_signers),
+        max_set_at_skew_seconds=settings.override_max_clock_skew,
+    )
+
+
+def announce_override_trust(settings: StatusSettings | DecideSettings) -> None:
+    """Say at start who may set an override, and what is not checked."""
+    mode = settings.override_signatures
+    if mode is SignatureMode.ACCEPT:
+        log.warning(
+            "override signatures are not checked (override_signatures=accept): anyone who may "
+            "write the override topic can force OPEN or PAUSE"
+        )
+    elif not settings.override_signers or settings.tls_ca_file is None:
+        log.warning(
+            "no override can be verified (override_signers or tls_ca_file not set): every "
+            "override takes effect marked unverified (override_signatures=warn)"
+        )
+    else:
+        log.info(
+            "overrides checked against the operator identities",
+            override_signatures=mode.value,
+            override_signers=list(settings.override_signers),
+        )
 
 
 class KafkaClients:
@@ -140,8 +180,13 @@ class DecideDaemon:
                 reconnect_when_quiet_seconds=settings.stale_after / 2,
             ),
             signatures=signature_policy(settings),
-            overrides=OverrideFollower(self._clients.override_reader, self.registry),
+            overrides=(
+                overrides := OverrideFollower(
+                    self._clients.override_reader, self.registry, policy=override_policy(settings)
+                )
+            ),
         )
+        self._overrides = overrides
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
             serve_endpoints(settings, self.registry, self.liveness, self.readiness)
@@ -188,6 +233,7 @@ class DecideDaemon:
             stale_after_seconds=self._settings.stale_after,
             on_missing=self._settings.on_missing.value,
         )
+        announce_override_trust(self._settings)
         try:
             self.service.run(stop, between_steps=self._pick_up_rotated_certificates)
             return 0
@@ -213,6 +259,7 @@ class DecideDaemon:
             return
         try:
             signatures = signature_policy(self._settings)
+            operators = override_policy(self._settings)
         except ValueError as error:  # a half-written CA bundle: the next change retries
             log.warning("rotated CA bundle not readable yet", error=str(error))
             clients.close()
@@ -220,6 +267,7 @@ class DecideDaemon:
         self._tls_watch.accept(fingerprint)
         old, self._clients = self._clients, clients
         self.service.replace_signatures(signatures)
+        self._overrides.replace_policy(operators)
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients and signature trust rebuilt")
