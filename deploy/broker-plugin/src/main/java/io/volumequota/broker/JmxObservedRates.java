@@ -8,9 +8,11 @@ import java.util.Set;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
+import org.apache.kafka.common.utils.Sanitizer;
+
 /**
  * Reads the broker's per-principal PRODUCE byte rate from the quota sensors' MBeans in the same
- * JVM: {@code kafka.server:type=Produce,user=<name>} (the client-id tag is empty, so Kafka's
+ * JVM: {@code kafka.server:type=Produce,user=<sanitised name>} (the client-id tag is empty, so Kafka's
  * JmxReporter leaves it out), attribute {@code byte-rate}. That is the Rate the broker
  * throttles on (bytes in the retained samples / window).
  */
@@ -47,7 +49,7 @@ final class JmxObservedRates implements ObservedRates {
             }
             Object value = server.getAttribute(name, "byte-rate");
             if (value instanceof Number number) {
-                rates.put(user, number.doubleValue());
+                rates.put(Sanitizer.desanitize(user), number.doubleValue()); // the tag is Kafka's sanitised name
             }
         }
         return rates;

@@ -1,6 +1,7 @@
 package io.volumequota.broker;
 
 import java.time.Clock;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -11,6 +12,7 @@ import java.util.function.LongSupplier;
 
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.utils.Sanitizer;
 import org.apache.kafka.server.quota.ClientQuotaCallback;
 import org.apache.kafka.server.quota.ClientQuotaEntity;
 import org.apache.kafka.server.quota.ClientQuotaType;
@@ -28,8 +30,11 @@ import org.slf4j.LoggerFactory;
  * written by the cluster agent ({@code topic}, no sidecar); a {@link QuotaEngine}
  * (one per process, shared by the broker and controller callbacks of a combined node) re-reads
  * it and turns it into a PRODUCE quota (bytes per second) per principal, each principal with
- * its own quota on each broker, like Kafka's per-user quotas. Excluded principals and FETCH,
- * REQUEST and CONTROLLER_MUTATION are never limited. See docs/broker-plugin.md.
+ * its own quota on each broker, like Kafka's per-user quotas. The quotas an operator sets with
+ * kafka-configs stay in force: Kafka's own default callback keeps them ({@link OperatorQuotas}),
+ * all four quota types, and PRODUCE gets the smaller of the operator's quota and ours while the
+ * decision restricts (THROTTLE, PAUSE). Excluded principals get the operator's quotas only.
+ * See docs/broker-plugin.md, "Kafka's quotas and ours".
  *
  * <p>Everything called on request threads is a map lookup, a counter or a flag, and catches
  * everything: no exception from this class reaches a request thread.
@@ -62,6 +67,10 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     private final DecisionLog.Factory decisionLogs;
     /** Set by the engine after a quota changed; cleared by the one request that sees it. */
     private final AtomicBoolean produceResetPending = new AtomicBoolean();
+    /** Set when the operator changed a quota of that type; cleared by the one request that sees it. */
+    private final Map<ClientQuotaType, AtomicBoolean> operatorResetPending = new EnumMap<>(ClientQuotaType.class);
+    /** Kafka's own quotas per type, as the operator set them (null before configure). */
+    private volatile Map<ClientQuotaType, OperatorQuotas> operator;
     private volatile VolumeQuotaConfig config;
     private volatile QuotaEngine engine;
     private volatile boolean closed;
@@ -71,6 +80,9 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         this.testMono = null;
         this.testRates = null;
         this.decisionLogs = KafkaDecisionLog.FACTORY;
+        for (ClientQuotaType type : ClientQuotaType.values()) {
+            operatorResetPending.put(type, new AtomicBoolean());
+        }
     }
 
     /** For tests: a private engine on these clocks, reading the decisions topic through {@code decisionLogs}. */
@@ -79,6 +91,9 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         this.testMono = Objects.requireNonNull(monoMs, "monoMs");
         this.testRates = Objects.requireNonNull(rates, "rates");
         this.decisionLogs = Objects.requireNonNull(decisionLogs, "decisionLogs");
+        for (ClientQuotaType type : ClientQuotaType.values()) {
+            operatorResetPending.put(type, new AtomicBoolean());
+        }
     }
 
     @Override
@@ -91,6 +106,7 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             for (String warning : parsed.warnings()) {
                 LOG.warn("volume-quota callback #{}: {}", instance, warning);
             }
+            operator = kafkasOwnQuotas();
             QuotaEngine chosen;
             if (testWall != null) {
                 chosen = new QuotaEngine(parsed, testWall, testMono, testRates, decisionLogs);
@@ -119,48 +135,116 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         }
     }
 
-    @Override
-    public Map<String, String> quotaMetricTags(ClientQuotaType quotaType, KafkaPrincipal principal, String clientId) {
-        // One quota per principal (name) and broker, shared by all its connections and client ids.
-        Map<String, String> tags = new LinkedHashMap<>(4);
-        tags.put(USER_TAG, principal.getName());
-        tags.put(CLIENT_ID_TAG, "");
-        if (quotaType == ClientQuotaType.PRODUCE) {
-            try {
-                QuotaEngine current = engine;
-                VolumeQuotaConfig settings = config;
-                if (current != null && !settings.excludedUserNames().contains(principal.getName())) {
-                    current.onProduceRequest(principal.getName(), clientId);
-                }
-            } catch (Throwable t) {
-                // Counting is best effort; never fail a request over it.
+    /** One {@link OperatorQuotas} per quota type, as the broker's four quota managers have. */
+    private Map<ClientQuotaType, OperatorQuotas> kafkasOwnQuotas() {
+        Map<ClientQuotaType, OperatorQuotas> quotas = new EnumMap<>(ClientQuotaType.class);
+        ClassLoader loader = ClientQuotaCallback.class.getClassLoader();
+        try {
+            for (ClientQuotaType type : ClientQuotaType.values()) {
+                quotas.put(type, OperatorQuotas.create(type, loader, "volume-quota-" + instance + "-operator-"));
             }
+        } catch (RuntimeException e) {
+            quotas.values().forEach(OperatorQuotas::close);
+            throw e;
         }
-        return tags;
+        return quotas;
     }
 
     /**
-     * The PRODUCE quota in bytes/s, or null for "no quota" (excluded principals and all other
-     * quota types): ClientQuotaManager then uses Long.MAX_VALUE as the bound, which never trips.
+     * Kafka's tags for every type but PRODUCE and for excluded principals. PRODUCE: Kafka's tags
+     * where an operator's quota applies, else the principal's own sensor {@code user=<principal>,
+     * client-id=""} shared by all its client ids (our per-principal quota).
+     */
+    @Override
+    public Map<String, String> quotaMetricTags(ClientQuotaType quotaType, KafkaPrincipal principal, String clientId) {
+        try {
+            Map<String, String> kafkaTags = operator.get(quotaType).metricTags(principal, clientId);
+            if (quotaType != ClientQuotaType.PRODUCE || excluded(principal.getName())) {
+                return kafkaTags;
+            }
+            try {
+                engine.onProduceRequest(principal.getName(), clientId);
+            } catch (Throwable t) {
+                // Counting is best effort; never fail a request over it.
+            }
+            String kafkaUser = kafkaTags.get(USER_TAG); // Kafka's sanitised name, or "" (client-id levels)
+            String user = kafkaUser.isEmpty() ? Sanitizer.sanitize(principal.getName()) : kafkaUser;
+            if (operator.get(quotaType).limit(kafkaTags) == null) {
+                return tags(user, "");
+            }
+            if (!kafkaUser.isEmpty() || !decisionRestricts()) {
+                return kafkaTags;
+            }
+            // A client-id quota's sensor is shared by every user of that client id: under THROTTLE
+            // or PAUSE, one per principal and client id, so that each carries our quota as well.
+            return tags(user, kafkaTags.get(CLIENT_ID_TAG));
+        } catch (Throwable t) {
+            return tags(Sanitizer.sanitize(principal.getName()), "");
+        }
+    }
+
+    private static Map<String, String> tags(String sanitizedUser, String clientId) {
+        Map<String, String> tags = new LinkedHashMap<>(4);
+        tags.put(USER_TAG, sanitizedUser);
+        tags.put(CLIENT_ID_TAG, clientId);
+        return tags;
+    }
+
+    private boolean excluded(String principalName) {
+        VolumeQuotaConfig settings = config;
+        return settings == null || settings.excludedUserNames().contains(principalName);
+    }
+
+    /** Whether the decision holds producers below the base (THROTTLE, PAUSE, on-missing PAUSE). */
+    private boolean decisionRestricts() {
+        QuotaEngine current = engine;
+        VolumeQuotaConfig settings = config;
+        return current != null && settings != null && current.targetQuota() < settings.baseBytesPerSecond();
+    }
+
+    /**
+     * Kafka's quota for every type but PRODUCE. PRODUCE, in bytes/s: the smaller of the operator's
+     * quota and ours while the decision restricts, the operator's in OPEN, ours where the operator
+     * set none; null (no quota: the broker bounds with Long.MAX_VALUE, which never trips) if neither.
      */
     @Override
     public Double quotaLimit(ClientQuotaType quotaType, Map<String, String> metricTags) {
         if (quotaType != ClientQuotaType.PRODUCE) {
-            return null;
-        }
-        try {
-            VolumeQuotaConfig current = config;
-            QuotaEngine currentEngine = engine;
-            String user = metricTags.get(USER_TAG);
-            if (current == null || currentEngine == null || user == null
-                    || current.excludedUserNames().contains(user)) {
+            try {
+                return operator.get(quotaType).limit(metricTags);
+            } catch (Throwable t) {
                 return null;
             }
-            double quota = currentEngine.quotaFor(user);
-            return Double.isNaN(quota) ? null : quota;
+        }
+        try {
+            String user = metricTags.get(USER_TAG);
+            Double operatorLimit = operatorProduceLimit(user, metricTags);
+            QuotaEngine currentEngine = engine;
+            if (user == null || user.isEmpty() || currentEngine == null || excluded(Sanitizer.desanitize(user))) {
+                return operatorLimit;
+            }
+            double quota = currentEngine.quotaFor(Sanitizer.desanitize(user));
+            if (Double.isNaN(quota)) {
+                return operatorLimit;
+            }
+            if (operatorLimit == null) {
+                return quota;
+            }
+            return decisionRestricts() ? Math.min(operatorLimit, quota) : operatorLimit;
         } catch (Throwable t) {
             return pauseFloorAfter(t);
         }
+    }
+
+    /** The operator's PRODUCE quota for a sensor, including a client-id quota on a per-principal sensor. */
+    private Double operatorProduceLimit(String user, Map<String, String> metricTags) {
+        OperatorQuotas produce = operator.get(ClientQuotaType.PRODUCE);
+        Double limit = produce.limit(metricTags);
+        String clientId = metricTags.get(CLIENT_ID_TAG);
+        if (limit == null && user != null && !user.isEmpty() && clientId != null && !clientId.isEmpty()) {
+            limit = produce.limit(tags("", clientId)); // /config/clients/<client-id> or <default>
+        }
+        return limit;
     }
 
     /**
@@ -192,6 +276,10 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     /** Called on every request: one volatile read, and a CAS only right after a change. */
     @Override
     public boolean quotaResetRequired(ClientQuotaType quotaType) {
+        AtomicBoolean operatorChanged = operatorResetPending.get(quotaType);
+        if (operatorChanged != null && operatorChanged.get() && operatorChanged.compareAndSet(true, false)) {
+            return true;
+        }
         if (quotaType == ClientQuotaType.PRODUCE
                 && produceResetPending.get()
                 && produceResetPending.compareAndSet(true, false)) {
@@ -204,15 +292,27 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         return false;
     }
 
+    /** An operator's quota (kafka-configs, alterClientQuotas), handed to Kafka's own callback. */
     @Override
     public void updateQuota(ClientQuotaType quotaType, ClientQuotaEntity entity, double newValue) {
-        LOG.info("Ignoring {} quota {} for {}: quotas are set by the volume-quota callback", quotaType, newValue,
-                entity.configEntities());
+        changeOperatorQuota(quotaType, entity, newValue);
     }
 
     @Override
     public void removeQuota(ClientQuotaType quotaType, ClientQuotaEntity entity) {
-        LOG.debug("Ignoring removal of {} quota for {}", quotaType, entity.configEntities());
+        changeOperatorQuota(quotaType, entity, null);
+    }
+
+    private void changeOperatorQuota(ClientQuotaType quotaType, ClientQuotaEntity entity, Double value) {
+        try {
+            operator.get(quotaType).set(entity, value);
+            operatorResetPending.get(quotaType).set(true);
+            LOG.info("volume-quota callback #{}: operator's {} quota for {} {}", instance, quotaType,
+                    entity.configEntities(), value == null ? "removed" : "set to " + value);
+        } catch (Throwable t) {
+            LOG.error("volume-quota callback #{}: could not apply the operator's {} quota {} for {}", instance,
+                    quotaType, value, entity.configEntities(), t);
+        }
     }
 
     /**
@@ -234,6 +334,10 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             }
             closed = true;
             toRelease = engine;
+        }
+        Map<ClientQuotaType, OperatorQuotas> kafkaQuotas = operator;
+        if (kafkaQuotas != null) {
+            kafkaQuotas.values().forEach(OperatorQuotas::close);
         }
         if (toRelease == null) {
             return;
