@@ -44,13 +44,15 @@ case "$TARGET" in
 esac
 BASE_IMAGE="localhost/volume-quota-base:bookworm-python3"
 DEBIAN_MIRROR="${VOLUME_QUOTA_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+DEBIAN_KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 CA_BUNDLE="${VOLUME_QUOTA_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 JAR="deploy/broker-plugin/target/volume-quota-broker-plugin-0.1.0.jar"
-# The JMX exporter agent: its version is the Dockerfile's ARG, fetched with mvn (Maven Central)
-# into deploy/container/target/ for the build context.
+# The JMX exporter agent: its version and SHA-256 are the Dockerfile's ARGs; fetched with mvn
+# (Maven Central) into deploy/container/target/ for the build context, and kept only when its
+# SHA-256 is the pinned one (fetch-jmx-exporter.sh; the image checks it again).
 JMX_EXPORTER_VERSION="$(sed -n 's/^ARG JMX_EXPORTER_VERSION=//p' deploy/container/Dockerfile)"
+JMX_EXPORTER_SHA256="$(sed -n 's/^ARG JMX_EXPORTER_SHA256=//p' deploy/container/Dockerfile)"
 AGENT="deploy/container/target/jmx_prometheus_javaagent.jar"
-AGENT_VERSION_FILE="deploy/container/target/jmx_prometheus_javaagent.version"
 # The history target's Spark Kafka source: the jars spark_history/connector.py names, for the
 # pyspark pin of pyproject.toml, fetched with mvn into the build context (the image never runs
 # mvn). fetch_dependencies keeps the directory complete or fetches it again.
@@ -70,8 +72,17 @@ else
     say "building base image $BASE_IMAGE from Debian packages (debootstrap, about a minute)"
     rootfs="$(mktemp -d /var/tmp/volume-quota-rootfs.XXXXXX)"
     trap 'rm -rf "$rootfs"' EXIT
-    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+    # The suite is pinned by its code name (bookworm, never "stable"), and the Release file's
+    # signature is checked against Debian's archive keys: with --keyring debootstrap refuses an
+    # unsigned or wrongly signed archive instead of going on unchecked, and every package is
+    # then checked against the SHA-256 in the signed index. The package versions are those of
+    # the archive on the day of the build (deb.debian.org keeps no older ones): they are
+    # printed below and kept in the image as /etc/volume-quota-base-packages.txt.
+    debootstrap --variant=minbase --keyring="$DEBIAN_KEYRING" \
+        --include=python3,python3-venv,ca-certificates \
         bookworm "$rootfs" "$DEBIAN_MIRROR" >&2
+    chroot "$rootfs" dpkg-query -W -f '${Package}=${Version}\n' \
+        | tee "$rootfs/etc/volume-quota-base-packages.txt" >&2
     # What a container never needs: downloaded .deb files, package lists, documentation.
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
         "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
@@ -88,17 +99,8 @@ else
     (cd deploy/broker-plugin && mvn -q -B -DskipTests package) >&2
 fi
 
-if [[ -f "$AGENT" && "$(cat "$AGENT_VERSION_FILE" 2>/dev/null)" == "$JMX_EXPORTER_VERSION" ]]; then
-    say "JMX exporter agent $JMX_EXPORTER_VERSION exists, reused"
-else
-    say "fetching the JMX exporter agent $JMX_EXPORTER_VERSION (mvn dependency:copy)"
-    mkdir -p "$(dirname "$AGENT")"
-    mvn -q -B dependency:copy \
-        "-Dartifact=io.prometheus.jmx:jmx_prometheus_javaagent:$JMX_EXPORTER_VERSION" \
-        "-DoutputDirectory=$(dirname "$AGENT")" >&2
-    mv "$(dirname "$AGENT")/jmx_prometheus_javaagent-$JMX_EXPORTER_VERSION.jar" "$AGENT"
-    echo "$JMX_EXPORTER_VERSION" >"$AGENT_VERSION_FILE"
-fi
+# Reused when its SHA-256 is the pinned one, else fetched again; never used unchecked.
+bash deploy/container/fetch-jmx-exporter.sh "$JMX_EXPORTER_VERSION" "$JMX_EXPORTER_SHA256" "$AGENT"
 
 if [[ "$TARGET" == history ]]; then
     [[ -n "$SPARK_VERSION" ]] || { say "no pyspark==<version> pin in pyproject.toml"; exit 1; }
@@ -116,6 +118,7 @@ start=$SECONDS
     --build-arg "PYTHON_IMAGE=$BASE_IMAGE" \
     --build-arg PLUGIN_JAR=context \
     --build-arg "JMX_EXPORTER_VERSION=$JMX_EXPORTER_VERSION" \
+    --build-arg "JMX_EXPORTER_SHA256=$JMX_EXPORTER_SHA256" \
     --build-arg "SPARK_VERSION=$SPARK_VERSION" \
     --ignorefile deploy/container/Dockerfile.dockerignore \
     -f deploy/container/Dockerfile --target "$TARGET" -t "$IMAGE" . >&2

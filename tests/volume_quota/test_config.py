@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 import pytest
+import structlog
+import structlog.testing
 
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode
@@ -158,18 +160,23 @@ def test_the_override_policy_trusts_the_cluster_ca_for_the_named_operators(
     assert (unverifiable.mode, list(unverifiable.ca_certificates)) == (SignatureMode.WARN, [])
 
 
-def test_a_decider_says_at_start_whether_overrides_can_be_verified(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    announce_override_trust(load(DecideSettings, {"override_signatures": "accept"}))
-    assert "override signatures are not checked" in capsys.readouterr().out
-    announce_override_trust(load(DecideSettings, {}))
-    assert "no override can be verified" in capsys.readouterr().out
+def announced(settings: DecideSettings) -> list[str]:
+    """What ``announce_override_trust`` logs, whatever logging an earlier test configured."""
+    with structlog.testing.capture_logs() as logs:
+        announce_override_trust(settings)
+    return [str(entry["event"]) for entry in logs]
+
+
+def test_a_decider_says_at_start_whether_overrides_can_be_verified(tmp_path: Path) -> None:
+    (unchecked,) = announced(load(DecideSettings, {"override_signatures": "accept"}))
+    assert "override signatures are not checked" in unchecked
+    (unverifiable,) = announced(load(DecideSettings, {}))
+    assert "no override can be verified" in unverifiable
     tls = TestCertificateAuthority().write_identity(tmp_path, "kafka-0")
     files = {
         "tls_ca_file": str(tls.ca),
         "tls_cert_file": str(tls.cert),
         "tls_key_file": str(tls.key),
     }
-    announce_override_trust(load(DecideSettings, {**files, "override_signers": "CN=alice"}))
-    assert "overrides checked against the operator identities" in capsys.readouterr().out
+    (checked,) = announced(load(DecideSettings, {**files, "override_signers": "CN=alice"}))
+    assert "overrides checked against the operator identities" in checked

@@ -39,6 +39,13 @@ from local_cluster.pki import (
 from local_cluster.processes import broker_pid, die_with_parent, start_child
 from local_cluster.quota_callback import callback_cluster, callback_properties
 from local_cluster.scram import add_scram_user, scram_client_config
+from local_cluster.topics import (
+    DECISIONS_TOPIC,
+    TOPIC_CONFIGS,
+    TOPIC_MAX_MESSAGE_BYTES,
+    create_volume_quota_topics,
+    topic_config,
+)
 
 # A library does not print: without a handler configured by the application, the internal
 # clients' librdkafka messages (refused connections while brokers boot) are dropped.
@@ -46,8 +53,11 @@ logging.getLogger("local_cluster").addHandler(logging.NullHandler())
 
 __all__ = [
     "CLIENT_IDENTITIES",
+    "DECISIONS_TOPIC",
     "ROGUE_IDENTITIES",
     "SNAPSHOT_TOPIC",
+    "TOPIC_CONFIGS",
+    "TOPIC_MAX_MESSAGE_BYTES",
     "BrokerFiles",
     "BrokerPorts",
     "ClientConfig",
@@ -61,6 +71,7 @@ __all__ = [
     "callback_cluster",
     "callback_properties",
     "client_acl_bindings",
+    "create_volume_quota_topics",
     "die_with_parent",
     "ensure_kafka_jars",
     "grant_sidecar_acls",
@@ -72,5 +83,6 @@ __all__ = [
     "sidecar_acl_bindings",
     "start_child",
     "subject_of",
+    "topic_config",
     "volume_quota_acl_bindings",
 ]

@@ -65,7 +65,8 @@ class TopicsAndUsersTest {
                 "min.compaction.lag.ms", "86400000",
                 "segment.ms", "3600000",
                 "delete.retention.ms", "86400000",
-                "min.insync.replicas", "2"), config(topicsByKafkaName().get(Recipe.SNAPSHOTS)));
+                "min.insync.replicas", "2",
+                "max.message.bytes", "1081344"), config(topicsByKafkaName().get(Recipe.SNAPSHOTS)));
     }
 
     @Test
@@ -136,10 +137,18 @@ class TopicsAndUsersTest {
     }
 
     @Test
+    void theOperatorsMayOnlyWriteOverrides() {
+        assertEquals(Set.of(
+                "topic:__volume_quota_overrides:Write",
+                "topic:__volume_quota_overrides:Describe",
+                "topic:__volume_quota_overrides:DescribeConfigs"), acls("volume-quota-operator"));
+    }
+
+    @Test
     void theCallbacksUserSecretIsTheOneKafkaYamlMounts() {
         Set<String> users = Recipe.ofKind(USERS, KafkaUser.class).stream()
                 .map(user -> user.getMetadata().getName()).collect(Collectors.toSet());
-        assertEquals(Set.of("volume-quota-agent", "volume-quota-callback"), users);
+        assertEquals(Set.of("volume-quota-agent", "volume-quota-callback", "volume-quota-operator"), users);
         Set<String> mountedSecrets = Recipe.named(StrimziYaml.load(Recipe.KAFKA), Kafka.class, Recipe.CLUSTER)
                 .getSpec().getKafka().getTemplate().getPod().getVolumes().stream()
                 .filter(volume -> volume.getSecret() != null)
