@@ -54,7 +54,11 @@ def test_the_install_notes_name_the_secrets_and_the_quota(tmp_path: Path) -> Non
     notes = render_notes(tmp_path / "chart", [PRODUCTION_VALUES])
     assert "5 Kafka nodes (KRaft, broker + controller)" in notes
     assert "Secret vq-volume-quota-broker-tls: broker certificate (CN kafka-broker" in notes
-    assert "Secret vq-volume-quota-sidecar-tls: sidecar client certificate" in notes
+    assert (
+        "cert-manager csi-driver (CSIDriver csi.cert-manager.io) and Issuer kafka-ca: one client "
+        "certificate per sidecar (CN volume-quota-sidecar" in notes
+    )
+    assert "Snapshot signatures: require." in notes
     assert "PriorityClass kafka-critical: created by this release" in notes
     assert "Secret kafka-admin-tls: used by Job vq-volume-quota-acls-1" in notes
     assert "Never throttled: User:volume-quota-sidecar;User:kafka-admin;" in notes

@@ -56,7 +56,10 @@ def test_the_hook_is_a_helm_test_that_checks_every_sidecar(
     ):
         assert env[name] == sidecar_env[name], name
     tls = next(v for v in hook["spec"]["volumes"] if v["name"] == "sidecar-tls")
-    assert tls["secret"]["secretName"] == f"{FULLNAME}-sidecar-tls"
+    # A sidecar certificate of its own from csi-driver (sidecar.tls.perBroker, the default).
+    assert tls["csi"]["driver"] == "csi.cert-manager.io"
+    attributes = tls["csi"]["volumeAttributes"]
+    assert attributes["csi.cert-manager.io/common-name"] == "volume-quota-sidecar"
 
 
 def test_attach_mode_checks_the_urls_it_is_given() -> None:

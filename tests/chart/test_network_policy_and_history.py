@@ -119,7 +119,8 @@ def test_the_history_job_ingests_then_forecasts_on_its_own_volume(
         == env_values(sidecar)["VOLUME_QUOTA_BOOTSTRAP_SERVERS"]
     )
     tls = next(v for v in spec["volumes"] if v["name"] == "tls")
-    assert tls["secret"]["secretName"] == f"{FULLNAME}-sidecar-tls"
+    # Its own certificate (history.tls), never the sidecars' WRITE identity.
+    assert tls["secret"]["secretName"] == f"{FULLNAME}-history-tls"
     assert history["securityContext"]["readOnlyRootFilesystem"] is True
     assert spec["automountServiceAccountToken"] is False
 

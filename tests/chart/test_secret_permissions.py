@@ -1,4 +1,5 @@
-"""Every container can read the Secret files it mounts, by the kubelet's rules.
+"""Every container can read the Secret files it mounts, by the kubelet's rules (and the
+certificate files cert-manager's csi-driver writes, by its own).
 
 The kubelet writes a Secret volume's files owned by root:root with the volume's `defaultMode`
 (0644 when unset). With a pod `fsGroup` it then hands the files to that group and adds group
@@ -61,6 +62,20 @@ def _pod_templates(manifests: list[Manifest]) -> Iterator[tuple[str, Manifest]]:
             yield f"{kind} {name}", manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
+def _csi_driver_files(csi: Manifest) -> Manifest:
+    """How cert-manager's csi-driver writes a pod's certificate files: with the attribute
+    csi.cert-manager.io/fs-group they belong to that group, group-readable (0440); without it,
+    to root only (0600). The kubelet's fsGroup is not applied to them: csi-driver's volume has
+    no fsType, and its CSIDriver's fsGroupPolicy is the default ReadWriteOnceWithFSType."""
+    assert csi["driver"] == "csi.cert-manager.io", csi
+    attributes = csi.get("volumeAttributes", {})
+    issuer = attributes.get("csi.cert-manager.io/issuer-name")
+    fs_group = attributes.get("csi.cert-manager.io/fs-group")
+    if fs_group is None:
+        return {"secretName": f"csi-driver:{issuer}", "defaultMode": 0o600, "group": 0}
+    return {"secretName": f"csi-driver:{issuer}", "defaultMode": 0o440, "group": int(fs_group)}
+
+
 def secret_files(manifests: list[Manifest]) -> list[SecretFile]:
     """What each container's process sees of each Secret volume it mounts."""
     files = []
@@ -68,6 +83,9 @@ def secret_files(manifests: list[Manifest]) -> list[SecretFile]:
         pod_context = spec.get("securityContext") or {}
         fs_group = pod_context.get("fsGroup")
         secrets = {v["name"]: v["secret"] for v in spec.get("volumes", []) if "secret" in v}
+        secrets |= {
+            v["name"]: _csi_driver_files(v["csi"]) for v in spec.get("volumes", []) if "csi" in v
+        }
         for entry in [*spec.get("initContainers", []), *spec["containers"]]:
             context = entry.get("securityContext") or {}
             uid = context.get("runAsUser", pod_context.get("runAsUser"))
@@ -80,8 +98,10 @@ def secret_files(manifests: list[Manifest]) -> list[SecretFile]:
                 if secret is None:
                     continue
                 mode = secret.get("defaultMode", DEFAULT_MODE)
-                group = 0
-                if fs_group is not None:
+                group = secret.get("group", 0)
+                if "group" in secret:
+                    pass  # csi-driver sets the files' group itself (fs-group), not the kubelet
+                elif fs_group is not None:
                     mode |= READ_ONLY_GROUP_MASK
                     group = fs_group
                 files.append(

@@ -87,9 +87,12 @@ def test_the_production_values_reach_the_sidecar(production_manifests: list[Mani
     tls_volume = next(
         v for v in pod_spec(production_manifests)["volumes"] if v["name"] == "sidecar-tls"
     )
-    # The chart's default name, which docs/kubernetes.md's Certificate creates (release kafka:
-    # kafka-volume-quota-sidecar-tls; test_production_prerequisites.py checks the docs).
-    assert tls_volume["secret"]["secretName"] == f"{RELEASE}-volume-quota-sidecar-tls"
+    # One certificate per broker from csi-driver, signed by docs/kubernetes.md's Issuer, and
+    # each broker's snapshots count only when signed by its own.
+    attributes = tls_volume["csi"]["volumeAttributes"]
+    assert attributes["csi.cert-manager.io/issuer-name"] == "kafka-ca"
+    assert attributes["csi.cert-manager.io/common-name"] == values["principal"]
+    assert env["VOLUME_QUOTA_SNAPSHOT_SIGNATURES"] == values["snapshotSignatures"] == "require"
 
 
 def test_every_value_can_be_set() -> None:
@@ -174,6 +177,29 @@ def test_the_certificate_files_come_from_a_whole_secret_mount_so_they_rotate_in_
     ):
         assert Path(env[variable]).parent == Path(tls_dir)
     volume = next(v for v in pod_spec(default_manifests)["volumes"] if v["name"] == mount["name"])
+    # csi-driver renews the pod's certificate in place, under the file names the env gives.
+    attributes = volume["csi"]["volumeAttributes"]
+    assert {
+        attributes["csi.cert-manager.io/ca-file"],
+        attributes["csi.cert-manager.io/certificate-file"],
+        attributes["csi.cert-manager.io/privatekey-file"],
+    } == {
+        Path(env[variable]).name
+        for variable in (
+            "VOLUME_QUOTA_TLS_CA_FILE",
+            "VOLUME_QUOTA_TLS_CERT_FILE",
+            "VOLUME_QUOTA_TLS_KEY_FILE",
+        )
+    }
+    shared = pod_spec(
+        render(
+            settings={
+                "sidecar.tls.perBroker.enabled": "false",
+                "sidecar.snapshotSignatures": "warn",
+            }
+        )
+    )
+    volume = next(v for v in shared["volumes"] if v["name"] == mount["name"])
     assert volume["secret"]["secretName"] == f"{RELEASE}-volume-quota-sidecar-tls"
 
 

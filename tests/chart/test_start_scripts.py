@@ -301,6 +301,24 @@ def test_the_acl_script_grants_the_topic_and_the_consumer_group(
     assert "running as User:kafka-broker" in completed.stderr
 
 
+def test_the_acl_script_grants_the_history_job_read_only(tmp_path: Path) -> None:
+    manifests = render(settings={"history.enabled": "true"})
+    completed, calls = _run_acl_script(manifests, tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    history_grants = [call for call in calls if "User:volume-quota-history" in call]
+    assert [grant.split("admin.properties ")[1] for grant in history_grants] == [
+        "--add --allow-principal User:volume-quota-history --operation Read --operation Describe "
+        "--topic __volume_quota_snapshots --resource-pattern-type literal"
+    ]
+
+
+def test_the_acl_script_grants_nothing_to_a_history_job_that_is_off(
+    default_manifests: list[Manifest], tmp_path: Path
+) -> None:
+    _, calls = _run_acl_script(default_manifests, tmp_path)
+    assert not [call for call in calls if "volume-quota-history" in call]
+
+
 def test_the_acl_script_waits_for_a_cluster_that_is_not_up_yet(
     default_manifests: list[Manifest], tmp_path: Path
 ) -> None:

@@ -248,8 +248,8 @@ def pod_template_specs(plane: ControlPlane, namespace: str) -> dict[str, Json]:
 
 
 def missing_references(plane: ControlPlane, namespace: str, pod_spec: Json) -> list[str]:
-    """Each Secret, ConfigMap (and key), PersistentVolumeClaim and ServiceAccount the pod spec
-    references that does not exist and is not marked optional.
+    """Each Secret, ConfigMap (and key), PersistentVolumeClaim, ServiceAccount, CSI driver and
+    csi-driver issuer the pod spec references that does not exist and is not marked optional.
 
     This stands in for the kubelet, which refuses to start a pod (CreateContainerConfigError,
     FailedMount) on exactly these, until the pods are run by podman.
@@ -298,6 +298,8 @@ def missing_references(plane: ControlPlane, namespace: str, pod_spec: Json) -> l
                 problems.append(
                     f"{where}: PersistentVolumeClaim {namespace}/{claim} does not exist"
                 )
+        if "csi" in volume:
+            problems.extend(f"{where}: {p}" for p in _csi_problems(plane, namespace, volume["csi"]))
         for source in volume.get("projected", {}).get("sources", []):
             for kind, field in (("Secret", "secret"), ("ConfigMap", "configMap")):
                 if field in source:
@@ -334,6 +336,35 @@ def missing_references(plane: ControlPlane, namespace: str, pod_spec: Json) -> l
             if "configMapRef" in source:
                 ref = source["configMapRef"]
                 check("ConfigMap", ref["name"], [], f"{where} envFrom", ref.get("optional"))
+    return problems
+
+
+CSI_DRIVER_ISSUER_KINDS = {"Issuer": "issuers", "ClusterIssuer": "clusterissuers"}
+
+
+def _csi_problems(plane: ControlPlane, namespace: str, csi: Json) -> list[str]:
+    """An inline CSI volume: the kubelet mounts it only when its driver is registered (a
+    CSIDriver object that allows Ephemeral volumes); cert-manager's csi-driver then asks the
+    issuer the volume names, which must exist."""
+    driver = csi["driver"]
+    try:
+        registered = plane.api.get(f"/apis/storage.k8s.io/v1/csidrivers/{driver}")
+    except KubeApiError as error:
+        if error.code == 404:
+            return [f"CSIDriver {driver} does not exist (the driver is not installed)"]
+        raise
+    problems = []
+    modes = registered["spec"].get("volumeLifecycleModes", ["Persistent"])
+    if "Ephemeral" not in modes:
+        problems.append(f"CSIDriver {driver} allows {modes}, not inline (Ephemeral) volumes")
+    attributes = csi.get("volumeAttributes", {})
+    issuer = attributes.get("csi.cert-manager.io/issuer-name")
+    if driver == "csi.cert-manager.io" and issuer:
+        kind = attributes.get("csi.cert-manager.io/issuer-kind", "Issuer")
+        plural = CSI_DRIVER_ISSUER_KINDS[kind]
+        where = f"namespaces/{namespace}/{plural}" if kind == "Issuer" else plural
+        if not plane.api.exists(f"/apis/cert-manager.io/v1/{where}/{issuer}"):
+            problems.append(f"{kind} {issuer} (csi.cert-manager.io/issuer-name) does not exist")
     return problems
 
 

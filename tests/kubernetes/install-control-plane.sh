@@ -21,12 +21,17 @@
 # Usage: bash tests/kubernetes/install-control-plane.sh     prints the bin directory on its last line
 # Cache: ${XDG_CACHE_HOME:-~/.cache}/volume-quota/kubernetes-$KUBERNETES_VERSION/
 #   bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,helm,etcd}
-#   crds/{prometheus-operator,cert-manager,strimzi}/*.yaml
+#   crds/{prometheus-operator,cert-manager,cert-manager-csi-driver,strimzi}/*.yaml
 set -euo pipefail
 
 KUBERNETES_VERSION="v1.36.3"
 PROMETHEUS_OPERATOR_VERSION="v0.85.0"
 CERT_MANAGER_VERSION="v1.21.2"
+# cert-manager's csi-driver: only its CSIDriver object (the chart's sidecars mount its inline
+# volumes; no driver runs here). The module zip from the Go module proxy, checked against this
+# digest: sum.golang.org has no entry for it, so `go mod download` refuses it.
+CSI_DRIVER_VERSION="v0.12.0"
+CSI_DRIVER_ZIP_SHA256="a4b77b3e793d6afa4cde14f651f6b8feafbd9a748d4ba83e5f199bdde2b21168"
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/volume-quota/kubernetes-$KUBERNETES_VERSION"
@@ -204,6 +209,34 @@ install_cert_manager_crds() {
     echo "$CERT_MANAGER_VERSION" >"$target/.version"
 }
 
+install_csi_driver_object() {
+    # The CSIDriver csi.cert-manager.io as csi-driver's own Helm chart renders it (its default
+    # values), applied with the CRDs (ControlPlane.apply_crds applies every file here).
+    local target="$crd_dir/cert-manager-csi-driver" proxy scratch module
+    if [[ -f "$target/.version" ]] && [[ "$(cat "$target/.version")" == "$CSI_DRIVER_VERSION" ]]; then
+        echo "cert-manager csi-driver $CSI_DRIVER_VERSION CSIDriver already installed" >&2
+        return
+    fi
+    proxy="$(go env GOPROXY | cut -d, -f1)"
+    [[ "$proxy" == http* ]] || proxy="https://proxy.golang.org"
+    scratch="$(mktemp -d)"
+    module="github.com/cert-manager/csi-driver@$CSI_DRIVER_VERSION"
+    curl -fsSL --retry 3 -o "$scratch/module.zip" \
+        "$proxy/github.com/cert-manager/csi-driver/@v/$CSI_DRIVER_VERSION.zip" ||
+        die "could not fetch $module from $proxy"
+    echo "$CSI_DRIVER_ZIP_SHA256  $scratch/module.zip" | sha256sum --check --quiet >&2 ||
+        die "$module: the module zip does not have the pinned digest"
+    (cd "$scratch" && python3 -m zipfile -e module.zip .) || die "could not unpack $module"
+    rm -rf "$target" && mkdir -p "$target"
+    "$bin_dir/helm" template cert-manager-csi-driver "$scratch/$module/deploy/charts/csi-driver" \
+        --show-only templates/csidriver.yaml >"$target/csidriver.yaml" ||
+        die "helm could not render $module's CSIDriver"
+    grep -q '^kind: CSIDriver' "$target/csidriver.yaml" ||
+        die "$module's chart rendered no CSIDriver"
+    rm -rf "$scratch"
+    echo "$CSI_DRIVER_VERSION" >"$target/.version"
+}
+
 install_strimzi_crds() {
     # CI has shared/ next to the clone: <repo>/../shared/reference/strimzi-crds (read-only).
     local source="$repo_root/../shared/reference/strimzi-crds" target="$crd_dir/strimzi"
@@ -218,5 +251,6 @@ install_etcd
 install_helm
 install_prometheus_operator_crds
 install_cert_manager_crds
+install_csi_driver_object
 install_strimzi_crds
 echo "$bin_dir"

@@ -21,6 +21,12 @@ What it cannot express is rewritten here, and every rewrite is listed in ``PlayF
 - a Secret volume becomes a ConfigMap volume holding the Secret's decoded data: podman 4.3 mounts
   a Secret's ``data`` still base64-encoded (and crashes on a Secret volume without
   ``optional``, podman issue 16636);
+- an inline CSI volume of cert-manager's csi-driver (``csi.cert-manager.io``) becomes a
+  ConfigMap volume holding what csi-driver would write for THIS pod: a key and a certificate
+  with the subject (common-name) and DNS names (``${POD_NAME}``, ``${POD_NAMESPACE}`` expanded)
+  the volumeAttributes ask for, issued by the CA of the volume's Issuer (its ``spec.ca``
+  Secret, which tests/kubernetes' ``issue_certificate_secrets`` made), and that CA, under the
+  attributes' file names: there is no csi-driver (nor kubelet CSI plugin) here;
 - a PersistentVolumeClaim's named volume is created before ``kube play``, owned by the pod's
   runAsUser and fsGroup: podman 4.3 ignores fsGroup, and would make it root's;
 - an emptyDir one container writes and another reads (the decision) becomes a named volume
@@ -40,6 +46,7 @@ from __future__ import annotations
 import base64
 import copy
 import os
+import string
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -47,8 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.kubernetes.control_plane import REPO_ROOT, ControlPlane, Json
+from tests.kubernetes.control_plane import REPO_ROOT, CertificateAuthority, ControlPlane, Json
 
 HERE = Path(__file__).resolve().parent
 BUILD_KAFKA_IMAGE = HERE / "build-kafka-image.sh"
@@ -186,6 +196,88 @@ def secret_config_map_name(secret: str) -> str:
     return f"secret-{secret}"
 
 
+CSI_DRIVER = "csi.cert-manager.io"
+CSI_ATTRIBUTE = "csi.cert-manager.io/"
+
+
+def csi_config_map_name(pod: str, volume: str) -> str:
+    return f"csi-{pod}-{volume}"
+
+
+def csi_driver_files(plane: ControlPlane, namespace: str, pod: Json, csi: Json) -> dict[str, str]:
+    """What cert-manager's csi-driver writes into ``pod``'s volume ``csi``: a new key, its
+    certificate as the volumeAttributes ask (common-name, dns-names with the pod's name and
+    namespace; client auth), signed by the CA of the named Issuer (a CA Issuer's Secret), and
+    that CA; under the attributes' file names (csi-driver's defaults otherwise)."""
+    attributes = {
+        key.removeprefix(CSI_ATTRIBUTE): value
+        for key, value in csi.get("volumeAttributes", {}).items()
+    }
+    if attributes.get("issuer-kind", "Issuer") != "Issuer":
+        raise AssertionError(f"only a namespaced CA Issuer is stood in for: {attributes}")
+    issuer = plane.api.get(
+        f"/apis/cert-manager.io/v1/namespaces/{namespace}/issuers/{attributes['issuer-name']}"
+    )
+    ca_secret = plane.api.get(
+        f"/api/v1/namespaces/{namespace}/secrets/{issuer['spec']['ca']['secretName']}"
+    )
+    ca_data = {k: base64.b64decode(v) for k, v in ca_secret["data"].items()}
+    key = serialization.load_pem_private_key(ca_data["tls.key"], None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise AssertionError(f"the test CA's key is {type(key).__name__}, not ECDSA")
+    authority = CertificateAuthority(key, x509.load_pem_x509_certificate(ca_data["tls.crt"]))
+    variables = {"POD_NAME": pod["metadata"]["name"], "POD_NAMESPACE": namespace}
+    dns_names = [
+        string.Template(name.strip()).substitute(variables)
+        for name in attributes.get("dns-names", "").split(",")
+        if name.strip()
+    ]
+    usages = [u.strip() for u in attributes.get("key-usages", "").split(",")]
+    certificate, private_key = authority.issue(
+        attributes["common-name"],
+        dns_names=dns_names,
+        server="server auth" in usages,
+        client="client auth" in usages,
+    )
+    return {
+        attributes.get("ca-file", "ca.crt"): ca_data["tls.crt"].decode(),
+        attributes.get("certificate-file", "tls.crt"): certificate.decode(),
+        attributes.get("privatekey-file", "tls.key"): private_key.decode(),
+    }
+
+
+def _csi_volumes_as_config_maps(
+    pod: Json, issued: dict[str, dict[str, str]]
+) -> tuple[list[Json], list[str]]:
+    """Each csi-driver volume -> a ConfigMap volume with the files issued for it."""
+    documents: list[Json] = []
+    rewrites: list[str] = []
+    name = pod["metadata"]["name"]
+    for volume in pod["spec"].get("volumes", []):
+        if volume.get("csi", {}).get("driver") != CSI_DRIVER:
+            continue
+        files = issued[volume["name"]]
+        config_map = csi_config_map_name(name, volume["name"])
+        documents.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": config_map, "namespace": pod["metadata"]["namespace"]},
+                "data": files,
+            }
+        )
+        attributes = volume.pop("csi")["volumeAttributes"]
+        volume["configMap"] = {"name": config_map}
+        rewrites.append(
+            f"volume {volume['name']}: csi-driver ({CSI_DRIVER}) -> ConfigMap {config_map} with "
+            f"{', '.join(sorted(files))} issued for pod {name} (CN "
+            f"{attributes.get(CSI_ATTRIBUTE + 'common-name')}, DNS "
+            f"{attributes.get(CSI_ATTRIBUTE + 'dns-names')}) by the Issuer's CA (no csi-driver "
+            "here)"
+        )
+    return documents, rewrites
+
+
 @dataclass
 class PlayFile:
     """The documents for ``podman kube play`` and what was changed to make podman run them."""
@@ -232,9 +324,12 @@ def play_file(
     secrets: Iterable[Json],
     hosts: Iterable[str],
     hosts_file: Path,
+    *,
+    csi_files: dict[str, dict[str, str]] | None = None,
 ) -> PlayFile:
     """The kube play file for ``pod``, its ConfigMaps and Secrets; ``hosts`` resolve to
-    127.0.0.1 in the pod (the names its processes connect to or advertise)."""
+    127.0.0.1 in the pod (the names its processes connect to or advertise); ``csi_files``: by
+    volume name, the files csi-driver would write into each of its volumes."""
     plain_pod = _plain_object(pod)
     spec = plain_pod["spec"]
     rewrites: list[str] = []
@@ -293,6 +388,9 @@ def play_file(
             f"volume {volume['name']}: Secret {source['secretName']} -> ConfigMap {name} with its "
             "decoded data (podman 4.3 mounts Secret data still base64-encoded)"
         )
+    csi_documents, csi_rewrites = _csi_volumes_as_config_maps(plain_pod, csi_files or {})
+    documents += csi_documents
+    rewrites += csi_rewrites
     rewrites += _shared_empty_dirs_as_claims(plain_pod)
     for volume in spec.get("volumes", []):
         if "persistentVolumeClaim" in volume:
@@ -333,7 +431,12 @@ def fetch_play_file(
         plane.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
         for name in sorted(secret_names)
     ]
-    return play_file(pod, config_maps, secrets, hosts, hosts_file)
+    csi_files = {
+        volume["name"]: csi_driver_files(plane, namespace, pod, volume["csi"])
+        for volume in pod["spec"].get("volumes", [])
+        if volume.get("csi", {}).get("driver") == CSI_DRIVER
+    }
+    return play_file(pod, config_maps, secrets, hosts, hosts_file, csi_files=csi_files)
 
 
 # --- running it -----------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from Maven Central's jars (build-kafka-image.sh).
 
 Checked: the init container copied the callback jar, the broker starts with the callback loaded,
 the ACL Job grants the sidecar its ACLs, and the sidecar publishes its snapshot and writes a valid
-decision (OPEN: one broker, with a fresh snapshot and room on its volumes).
+decision (OPEN: one broker, with a fresh snapshot and room on its volumes) while the deciders
+require each snapshot to be signed by its own broker's certificate (csi-driver's, stood in for).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography import x509
 
 from local_cluster.ports import free_loopback_ports
 from schemas.decision import QuotaDecision, QuotaState
@@ -162,6 +164,35 @@ def test_play_file_changes_only_what_podman_cannot_run(release: Release) -> None
         "volume broker-plugin",
         "volume etc-hosts",
     }, yaml.safe_dump(release.broker.play.rewrites)
+
+
+def test_the_sidecar_signs_with_a_certificate_issued_for_its_own_pod(release: Release) -> None:
+    """csi-driver's stand-in issued broker 0's sidecar its certificate (its pod's DNS name, the
+    subject the ACLs name), and the deciders require broker 0's snapshots to be signed by it."""
+    play = release.broker.play
+    (rewrite,) = [r for r in play.rewrites if r.startswith("volume sidecar-tls:")]
+    assert "csi-driver" in rewrite, rewrite
+    (volume,) = [v for v in play.pod["spec"]["volumes"] if v["name"] == "sidecar-tls"]
+    (config_map,) = [
+        d
+        for d in play.documents
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == volume["configMap"]["name"]
+    ]
+    certificate = x509.load_pem_x509_certificate(config_map["data"]["tls.crt"].encode())
+    assert certificate.subject.rfc4514_string() == "CN=volume-quota-sidecar"
+    san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    pod_name = f"{BROKER_POD}.{FULLNAME}-headless.{NAMESPACE}.svc.cluster.local"
+    assert san.get_values_for_type(x509.DNSName) == [pod_name]
+    env = {
+        e["name"]: e.get("value")
+        for c in play.pod["spec"]["containers"]
+        if c["name"] == "volume-quota"
+        for e in c["env"]
+    }
+    assert env["VOLUME_QUOTA_SNAPSHOT_SIGNATURES"] == "require"
+    assert env["VOLUME_QUOTA_SIGNER_IDENTITIES"] == f"DNS:{pod_name}".replace(
+        BROKER_POD, f"{FULLNAME}-{{broker}}"
+    )
 
 
 def test_broker_starts_with_the_callback_the_init_container_installed(release: Release) -> None:

@@ -80,6 +80,89 @@ the result decodes to the 16 bytes Kafka expects, and stays the same across upgr
 {{- default (printf "%s-sidecar-tls" (include "volume-quota.fullname" .)) .Values.sidecar.tls.secretName -}}
 {{- end -}}
 
+{{- define "volume-quota.historyTlsSecret" -}}
+{{- default (printf "%s-history-tls" (include "volume-quota.fullname" .)) .Values.history.tls.secretName -}}
+{{- end -}}
+
+{{/*
+The DNS name csi-driver writes into each sidecar's certificate (sidecar.tls.perBroker): the
+pod's own FQDN, ${POD_NAME} and ${POD_NAMESPACE} expanded by csi-driver per pod.
+*/}}
+{{- define "volume-quota.sidecarDnsName" -}}
+{{- if .Values.sidecar.tls.perBroker.dnsName -}}
+{{- .Values.sidecar.tls.perBroker.dnsName -}}
+{{- else if .Values.kafka.enabled -}}
+{{- printf "${POD_NAME}.%s.${POD_NAMESPACE}.svc.%s" (include "volume-quota.headlessName" .) .Values.clusterDomain -}}
+{{- else -}}
+{{- fail "sidecar.tls.perBroker.enabled=true in attach mode needs sidecar.tls.perBroker.dnsName (e.g. ${POD_NAME}.<headless service>.${POD_NAMESPACE}.svc.cluster.local) and sidecar.signerIdentities (e.g. DNS:<broker pod prefix>-{broker}.<headless service>.<namespace>.svc.cluster.local): the chart does not know your brokers' pod names" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Who may sign for broker {broker} (VOLUME_QUOTA_SIGNER_IDENTITIES): the DNS name perBroker
+issues to pod <fullname>-{broker}, whose ordinal is its node.id.
+*/}}
+{{- define "volume-quota.signerIdentities" -}}
+{{- if .Values.sidecar.signerIdentities -}}
+{{- .Values.sidecar.signerIdentities -}}
+{{- else if .Values.kafka.enabled -}}
+{{- printf "DNS:%s-{broker}.%s" (include "volume-quota.fullname" .) (include "volume-quota.podDomain" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The volume source of the sidecar certificate (a mapping), for the broker pods and the helm
+test pod: sidecar.tls.volume, else one certificate per pod from csi-driver (perBroker), else
+the shared Secret. Takes (dict "root" $ "fsGroup" <gid that must read the key>).
+*/}}
+{{- define "volume-quota.sidecarTlsVolume" -}}
+{{- $root := .root -}}
+{{- $tls := $root.Values.sidecar.tls -}}
+{{- if $tls.volume -}}
+{{- toYaml $tls.volume -}}
+{{- else if $tls.perBroker.enabled -}}
+csi:
+  driver: csi.cert-manager.io
+  readOnly: true
+  volumeAttributes:
+    csi.cert-manager.io/issuer-name: {{ $tls.perBroker.issuerRef.name | quote }}
+    csi.cert-manager.io/issuer-kind: {{ $tls.perBroker.issuerRef.kind | quote }}
+    csi.cert-manager.io/issuer-group: {{ $tls.perBroker.issuerRef.group | quote }}
+    # Subject CN=<sidecar.principal> for every pod (the ACLs' principal); the DNS name is the
+    # pod's own, the identity it signs its broker's snapshots with.
+    csi.cert-manager.io/common-name: {{ $root.Values.sidecar.principal | quote }}
+    csi.cert-manager.io/dns-names: {{ include "volume-quota.sidecarDnsName" $root | quote }}
+    csi.cert-manager.io/key-usages: "client auth,digital signature,key encipherment"
+    csi.cert-manager.io/key-algorithm: ECDSA
+    csi.cert-manager.io/key-size: "256"
+    csi.cert-manager.io/key-encoding: PKCS8
+    csi.cert-manager.io/duration: {{ $tls.perBroker.duration | quote }}
+    csi.cert-manager.io/renew-before: {{ $tls.perBroker.renewBefore | quote }}
+    csi.cert-manager.io/certificate-file: {{ $tls.certKey | quote }}
+    csi.cert-manager.io/privatekey-file: {{ $tls.keyKey | quote }}
+    csi.cert-manager.io/ca-file: {{ $tls.caKey | quote }}
+    csi.cert-manager.io/fs-group: {{ .fsGroup | quote }}
+{{- else -}}
+secret:
+  secretName: {{ include "volume-quota.sidecarTlsSecret" $root }}
+  defaultMode: 288  # 0440: owner and the fsGroup may read
+{{- end -}}
+{{- end -}}
+
+{{/* The snapshot-signature settings of every decider (sidecar, helm test), an env list. */}}
+{{- define "volume-quota.signatureEnv" -}}
+- name: VOLUME_QUOTA_SNAPSHOT_SIGNATURES
+  value: {{ .Values.sidecar.snapshotSignatures | quote }}
+{{- with include "volume-quota.signerIdentities" . }}
+- name: VOLUME_QUOTA_SIGNER_IDENTITIES
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.sidecar.clusterSigners }}
+- name: VOLUME_QUOTA_CLUSTER_SIGNERS
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "volume-quota.aclJobTlsSecret" -}}
 {{- default (include "volume-quota.brokerTlsSecret" .) .Values.aclJob.tls.secretName -}}
 {{- end -}}
@@ -349,4 +432,16 @@ PrometheusRule. Never without the callback (quota.enabled).
 {{- fail (printf "kafka.metrics.port %d is already used by the sidecar or a Kafka listener" (int .Values.kafka.metrics.port)) -}}
 {{- end -}}
 {{- $_ := include "volume-quota.volumeLimits" . -}}
+{{- if .Values.sidecar.enabled -}}
+{{- $tls := .Values.sidecar.tls -}}
+{{- if and (eq .Values.sidecar.snapshotSignatures "require") (not $tls.perBroker.enabled) (not $tls.volume) -}}
+{{- fail "sidecar.snapshotSignatures=require needs one identity per broker (sidecar.tls.perBroker.enabled=true, or a per-pod sidecar.tls.volume): with the shared Secret no sidecar's certificate is its broker's own, every snapshot would be rejected and the cluster would PAUSE. Without csi-driver use snapshotSignatures=warn (or accept), not a production setting" -}}
+{{- end -}}
+{{- if and $tls.perBroker.enabled (not $tls.volume) -}}
+{{- $_ := include "volume-quota.sidecarDnsName" . -}}
+{{- end -}}
+{{- if and (ne .Values.sidecar.snapshotSignatures "accept") (not (include "volume-quota.signerIdentities" .)) -}}
+{{- fail (printf "sidecar.snapshotSignatures=%s in attach mode needs sidecar.signerIdentities: who may sign for broker {broker}, e.g. DNS:<broker pod prefix>-{broker}.<headless service>.<namespace>.svc.cluster.local" .Values.sidecar.snapshotSignatures) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -67,6 +67,8 @@ env:
     value: {{ $sidecarTlsDir }}/{{ .Values.sidecar.tls.certKey }}
   - name: VOLUME_QUOTA_TLS_KEY_FILE
     value: {{ $sidecarTlsDir }}/{{ .Values.sidecar.tls.keyKey }}
+  # Whose signature makes a broker's snapshot count: that broker's own identity.
+  {{- include "volume-quota.signatureEnv" . | nindent 2 }}
   - name: VOLUME_QUOTA_TOPIC
     value: {{ .Values.sidecar.topic | quote }}
   - name: VOLUME_QUOTA_CONSUMER_GROUP
@@ -174,14 +176,9 @@ volumeMounts:
   emptyDir:
     medium: Memory
     sizeLimit: 1Mi
+# The sidecar's client certificate: its own pod's (perBroker) or the shared Secret.
 - name: sidecar-tls
-  {{- if .Values.sidecar.tls.volume }}
-  {{- toYaml .Values.sidecar.tls.volume | nindent 2 }}
-  {{- else }}
-  secret:
-    secretName: {{ include "volume-quota.sidecarTlsSecret" . }}
-    defaultMode: 288  # 0440: owner and the fsGroup may read
-  {{- end }}
+  {{- include "volume-quota.sidecarTlsVolume" (dict "root" . "fsGroup" (.Values.sidecar.securityContext.runAsGroup | default 10001)) | nindent 2 }}
 - name: sidecar-tmp
   emptyDir:
     medium: Memory
