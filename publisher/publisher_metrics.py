@@ -85,6 +85,23 @@ class PublisherMetrics:
             "Times the producer was rebuilt because the TLS files changed on disk.",
             registry=self.registry,
         )
+        self.usage_survey_duration = Gauge(
+            "volume_quota_usage_survey_duration_seconds",
+            "Wall time of the last walk of the log dirs for the topic usage document.",
+            registry=self.registry,
+        )
+        self.usage_last_success = Gauge(
+            "volume_quota_usage_last_success_timestamp_seconds",
+            "Unix time of the last topic usage document delivered to Kafka.",
+            registry=self.registry,
+        )
+        self.usage_failures = Counter(
+            "volume_quota_usage_failures",
+            "Topic usage documents not published, by stage: survey (the walk failed), publish "
+            "(not sent or not delivered), topic (the usage topic was not ready).",
+            ["stage"],
+            registry=self.registry,
+        )
         self._volume_labels: set[tuple[str, str]] = set()
 
     def record_volumes(self, measured: Mapping[int, Sequence[VolumeMeasurement]]) -> None:

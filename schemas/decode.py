@@ -33,6 +33,7 @@ from schemas.snapshot import (
     VolumeSnapshot,
     broker_id_from_key,
 )
+from schemas.usage import TopicUsageDocument
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 """Far above a 1024-volume snapshot; larger values are refused before parsing."""
@@ -176,6 +177,32 @@ def _claimed_broker_id(document: Any, key: bytes | None) -> int | None:
     return None
 
 
+def decode_usage(value: bytes, key: bytes | None) -> TopicUsageDocument | Rejection:
+    """A topic usage record (``schemas.usage``): the document, or why it is refused. Never
+    raises. The key must be the canonical broker id of the document's ``brokerId``."""
+    problem = strict_text_problem(value)
+    if problem is not None:
+        return Rejection(problem.reason, problem.detail, broker_id_from_key(key))
+    try:
+        document = TopicUsageDocument.model_validate_json(value)
+    except ValidationError as error:
+        return _rejection_from_validation(error, parse_strict_document(value), key)
+    key_broker_id = broker_id_from_key(key)
+    if key_broker_id is None:
+        return Rejection(
+            RejectionReason.INVALID_KEY,
+            f"key {(key or b'')[:40]!r} is not a canonical decimal broker id",
+            document.broker_id,
+        )
+    if key_broker_id != document.broker_id:
+        return Rejection(
+            RejectionReason.KEY_MISMATCH,
+            f"key says broker {key_broker_id} but brokerId is {document.broker_id}",
+            key_broker_id,
+        )
+    return document
+
+
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "SNAPSHOT_SCHEMA_VERSION",
@@ -183,5 +210,6 @@ __all__ = [
     "RejectionReason",
     "decode_snapshot",
     "decode_snapshot_reference",
+    "decode_usage",
     "strict_text_problem",
 ]

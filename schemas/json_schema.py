@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from schemas.decision import QuotaDecision
 from schemas.override import QuotaOverride
 from schemas.snapshot import VolumeSnapshot
+from schemas.usage import TopicUsageDocument
 
 SCHEMA_DIRECTORY = Path(__file__).resolve().parent
 
@@ -18,6 +19,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "volume-snapshot.schema.json": VolumeSnapshot,
     "quota-decision.schema.json": QuotaDecision,
     "quota-override.schema.json": QuotaOverride,
+    "topic-usage.schema.json": TopicUsageDocument,
 }
 
 

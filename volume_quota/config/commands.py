@@ -24,6 +24,7 @@ from volume_quota.config.concerns import (
 from volume_quota.config.credentials import TLS_SETTINGS
 from volume_quota.config.sources import describe_setting
 from volume_quota.config.trust import AgentSettings, OverrideTrustSettings, SignatureSettings
+from volume_quota.config.usage import UsageSettings
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import KafkaConnection, SaslCredentials
 
@@ -123,7 +124,7 @@ def read_password_file(path: Path) -> str:
     return password
 
 
-class PublishSettings(ConnectedSettings, PublishingSettings, HttpSettings):
+class PublishSettings(ConnectedSettings, PublishingSettings, UsageSettings, HttpSettings):
     """``volume-quota publish`` (and ``retire``, which uses the connection and the topic)."""
 
     def required_log_dirs(self) -> list[Path]:

@@ -35,6 +35,9 @@ from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_requirements import TopicRequirements
 from publisher.topic_setup import TopicGuard, new_admin_client
+from publisher.topic_usage import summarize_volumes
+from publisher.topic_usage_walk import walk_volumes
+from publisher.usage_publication import UsagePublisher, UsageSchedule
 from publisher.volume_discovery import VolumeDiscoveryError, discover_volumes
 from publisher.volume_measurement import measure_volumes
 from publisher.volumes import Volume
@@ -79,6 +82,61 @@ def discover_configured_volumes(settings: PublishSettings) -> list[Volume]:
         return discover_volumes(settings.required_log_dirs(), settings.volume_limits)
     except VolumeDiscoveryError as error:
         raise UsageError(str(error)) from None
+
+
+class UsagePublication:
+    """The topic usage document's own topic check and publisher (``publisher.usage_publication``):
+    started after the snapshot loop's, and never able to stop or delay it."""
+
+    def __init__(
+        self,
+        settings: PublishSettings,
+        broker_id: int,
+        volumes: list[Volume],
+        *,
+        clock: Clock,
+        metrics: PublisherMetrics,
+    ) -> None:
+        connection = settings.required_kafka_connection()
+        producer_settings = with_client_logger(
+            producer_config(connection, broker_id, settings.delivery_timeout)
+        )
+        requirements = TopicRequirements(
+            name=settings.usage_topic,
+            partitions=settings.topic_partitions,
+            replication_factor=settings.topic_replication_factor,
+            min_compaction_lag_seconds=0.0,
+            segment_seconds=settings.topic_segment_interval,
+        )
+        self.guard = TopicGuard(
+            lambda: new_admin_client(with_client_logger(admin_config(connection, broker_id))),
+            requirements,
+            create=settings.create_topic,
+            timeout_seconds=min(10.0, settings.delivery_timeout),
+            recheck_seconds=settings.topic_recheck_interval,
+        )
+        tls = settings.client_tls_files()
+        top = settings.usage_top_topics
+        fixed = list(volumes)
+        self.publisher = UsagePublisher(
+            UsageSchedule(broker_id, settings.usage_interval, settings.delivery_timeout),
+            survey=lambda: summarize_volumes(walk_volumes(fixed), top),
+            sink_factory=lambda on_client_issue: KafkaSnapshotSink(
+                producer_settings, settings.usage_topic, on_client_issue=on_client_issue
+            ),
+            clock=clock,
+            metrics=metrics,
+            topic_ready=self.guard.ready.is_set,
+            credentials=None if tls is None else TlsCredentials(tls),
+        )
+
+    def start(self) -> None:
+        self.guard.start()
+        self.publisher.start()
+
+    def stop(self) -> None:
+        self.guard.stop()
+        self.publisher.stop()
 
 
 class PublisherDaemon:
@@ -130,6 +188,7 @@ class PublisherDaemon:
                 producer_settings, settings.topic, on_client_issue=on_client_issue
             )
         )
+        self._usage = self._usage_publication()
         self._loop: PublicationLoop | None = None
         self._health_limits = HealthLimits(
             liveness_max_age_seconds=max(LIVENESS_GRACE_SECONDS, 10 * self._interval),
@@ -139,6 +198,14 @@ class PublisherDaemon:
             serve_endpoints(settings, self.metrics.registry, self.liveness, self.readiness)
             if serve_http
             else None
+        )
+
+    def _usage_publication(self) -> UsagePublication | None:
+        """A sidecar's topic usage publication; none for a cluster-level publisher."""
+        if self.broker_id is None or not self._settings.publish_usage:
+            return None
+        return UsagePublication(
+            self._settings, self.broker_id, self.volumes, clock=self._clock, metrics=self.metrics
         )
 
     @property
@@ -191,12 +258,16 @@ class PublisherDaemon:
                 http_port=None if self._server is None else self.http_port,
             )
             self._topic_guard.start()
+            if self._usage is not None:
+                self._usage.start()
             misconfiguration = self._run_loop(loop, stop)
             if misconfiguration is not None:
                 raise UsageError(misconfiguration)
             return 0
         finally:
             self._topic_guard.stop()
+            if self._usage is not None:
+                self._usage.stop()
             if self._survey is not None:
                 self._survey.close()
             if loop is not None:

@@ -24,6 +24,15 @@ OVERRIDE_TOPIC = "__volume_quota_overrides"
 """The operator's override topic: every decider reads it (Kafka refuses a topic without these
 grants whether or not it exists, and a decider reports that as an error)."""
 _OVERRIDE_READ = (AclOperation.READ, AclOperation.DESCRIBE)
+USAGE_TOPIC = "__volume_quota_usage"
+"""The topic usage documents a sidecar publishes beside its snapshots (schemas/usage.py)."""
+_USAGE_PUBLISH = (
+    AclOperation.CREATE,
+    AclOperation.WRITE,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+)
+"""Create the usage topic when missing, check its cleanup.policy (DescribeConfigs), write."""
 PUBLISHER_PRINCIPAL = "User:publisher"
 CONSUMER_PRINCIPAL = "User:consumer"
 _ACL_TIMEOUT_S = 30.0
@@ -35,7 +44,8 @@ def volume_quota_acl_bindings(
     consumer_group: str | None = None,
     cluster_describe: bool = False,
 ) -> list[AclBinding]:
-    """Bindings that let the publisher create and write ``topic`` and the consumer read it.
+    """Bindings that let the publisher create and write ``topic`` (and the usage topic) and the
+    consumer read it.
 
     ``consumer_group`` adds READ on that group for the consumer (needed only if it commits
     offsets or subscribes). ``cluster_describe`` adds DESCRIBE on the cluster for both: not
@@ -56,6 +66,7 @@ def volume_quota_acl_bindings(
         for operation in (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS)
     ]
     bindings += allow(ResourceType.TOPIC, OVERRIDE_TOPIC, CONSUMER_PRINCIPAL, *_OVERRIDE_READ)
+    bindings += allow(ResourceType.TOPIC, USAGE_TOPIC, PUBLISHER_PRINCIPAL, *_USAGE_PUBLISH)
     if consumer_group is not None:
         bindings.append(
             _allow(ResourceType.GROUP, consumer_group, CONSUMER_PRINCIPAL, AclOperation.READ)
@@ -149,8 +160,8 @@ def sidecar_acl_bindings(
 ) -> list[AclBinding]:
     """What :func:`grant_sidecar_acls` gives ``User:publisher``, for any ``principal`` (e.g. a
     SCRAM user's ``User:<name>``): CREATE, WRITE, READ, DESCRIBE and DESCRIBE_CONFIGS on
-    ``topic``, READ on the (never joined) ``consumer_group`` and READ and DESCRIBE on the
-    override topic."""
+    ``topic``, READ on the (never joined) ``consumer_group``, READ and DESCRIBE on the
+    override topic, and CREATE, WRITE, DESCRIBE and DESCRIBE_CONFIGS on the usage topic."""
     return (
         allow(
             ResourceType.TOPIC,
@@ -164,4 +175,5 @@ def sidecar_acl_bindings(
         )
         + allow(ResourceType.GROUP, consumer_group, principal, AclOperation.READ)
         + allow(ResourceType.TOPIC, OVERRIDE_TOPIC, principal, *_OVERRIDE_READ)
+        + allow(ResourceType.TOPIC, USAGE_TOPIC, principal, *_USAGE_PUBLISH)
     )

@@ -1,0 +1,153 @@
+"""Publishing the topic usage document on its own timer, beside the snapshot loop.
+
+Every ``interval`` it walks the log dirs (``survey``), builds the document, signs it like a
+snapshot and sends it with its own producer to the usage topic, waiting for the delivery report
+at most the delivery timeout. It shares nothing with the snapshot path but the process: its own
+thread, producer and topic check, so a slow walk, a missing ACL or an unreachable usage topic
+never delays a snapshot nor fails ``/readyz``. Every failure is logged and counted
+(``volume_quota_usage_failures_total{stage}``); the thread never dies of one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from consumer.clock import Clock
+from publisher.kafka_sink import SendError, SnapshotSink
+from publisher.publication_core import ClientIssue
+from publisher.publication_loop import Credentials
+from publisher.publisher_metrics import PublisherMetrics
+from publisher.topic_usage import VolumeTopicUsage
+from publisher.usage_document import build_usage_document
+from schemas.snapshot import snapshot_key
+
+log = structlog.get_logger(logger_name="volume_quota.publisher")
+
+Survey = Callable[[], Sequence[VolumeTopicUsage]]
+"""Walks the log dirs and summarizes each volume (top N topics and the rest)."""
+UsageSinkFactory = Callable[[Callable[[ClientIssue], None]], SnapshotSink]
+
+POLL_SLICE_SECONDS = 0.25
+TOPIC_WAIT_SLICE_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSchedule:
+    broker_id: int
+    interval_seconds: float = 60.0
+    delivery_timeout_seconds: float = 15.0
+
+
+class UsagePublisher:
+    def __init__(
+        self,
+        schedule: UsageSchedule,
+        *,
+        survey: Survey,
+        sink_factory: UsageSinkFactory,
+        clock: Clock,
+        metrics: PublisherMetrics,
+        topic_ready: Callable[[], bool] = lambda: True,
+        credentials: Credentials | None = None,
+    ) -> None:
+        self._schedule = schedule
+        self._survey = survey
+        self._sink_factory = sink_factory
+        self._clock = clock
+        self._metrics = metrics
+        self._topic_ready = topic_ready
+        self._credentials = credentials
+        self._sink: SnapshotSink | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="volume-quota-usage", daemon=True)
+
+    def start(self) -> UsagePublisher:
+        self._thread.start()
+        return self
+
+    def stop(self, wait_seconds: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=wait_seconds)
+        if self._sink is not None:
+            self._sink.flush(min(wait_seconds, 1.0))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = self._clock.monotonic()
+            if self._wait_for_topic():
+                self.publish_once()
+            elapsed = self._clock.monotonic() - started
+            self._stop.wait(max(0.0, self._schedule.interval_seconds - elapsed))
+
+    def _wait_for_topic(self) -> bool:
+        """True once the usage topic is verified; False (counted) after one interval without."""
+        deadline = self._clock.monotonic() + self._schedule.interval_seconds
+        while not self._topic_ready():
+            if self._stop.is_set():
+                return False
+            if self._clock.monotonic() >= deadline:
+                self._metrics.usage_failures.labels("topic").inc()
+                log.warning("usage topic not ready", detail="topic usage not published")
+                return False
+            self._stop.wait(TOPIC_WAIT_SLICE_SECONDS)
+        return True
+
+    def publish_once(self) -> bool:
+        """One walk and one publication; True when the document was delivered. Never raises."""
+        surveyed_at = self._clock.wall()
+        started = self._clock.monotonic()
+        try:
+            summaries = self._survey()
+            seconds = self._clock.monotonic() - started
+            document = build_usage_document(
+                self._schedule.broker_id, surveyed_at, seconds, summaries
+            )
+        except Exception as error:
+            self._metrics.usage_failures.labels("survey").inc()
+            log.warning("topic usage survey failed", error=f"{type(error).__name__}: {error}")
+            return False
+        self._metrics.usage_survey_duration.set(seconds)
+        problem = self._deliver(snapshot_key(self._schedule.broker_id), document.to_json_bytes())
+        if problem is not None:
+            self._metrics.usage_failures.labels("publish").inc()
+            log.warning("topic usage not published", error=problem)
+            return False
+        self._metrics.usage_last_success.set(self._clock.wall().timestamp())
+        log.debug("topic usage published", survey_seconds=round(seconds, 3))
+        return True
+
+    def _deliver(self, key: bytes, value: bytes) -> str | None:
+        """Send and wait for the delivery report; None when delivered, else why not."""
+        try:
+            sink = self._current_sink()
+            headers = self._credentials.sign(key, value) if self._credentials else []
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+        results: list[str | None] = []
+        try:
+            sink.send(key, value, results.append, headers)
+        except SendError as error:
+            return str(error)
+        deadline = self._clock.monotonic() + self._schedule.delivery_timeout_seconds
+        while not results and self._clock.monotonic() < deadline and not self._stop.is_set():
+            sink.poll(POLL_SLICE_SECONDS)
+        if not results:
+            return "no delivery report within the delivery timeout"
+        return results[0]
+
+    def _current_sink(self) -> SnapshotSink:
+        if self._sink is None:
+            self._sink = self._sink_factory(self._client_issue)
+            return self._sink
+        rotated = self._credentials.rotated(self._clock.wall()) if self._credentials else None
+        if rotated is not None or self._sink.needs_rebuild:
+            self._sink.rebuild(1.0)
+        return self._sink
+
+    def _client_issue(self, issue: ClientIssue) -> None:
+        log.debug("usage producer client issue", code=issue.name, detail=issue.detail)

@@ -1,0 +1,45 @@
+"""The settings of the topic usage document (``schemas.usage``): how often the sidecar walks
+its log dirs, how many topics it names per volume, and where it publishes them."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from schemas.usage import DEFAULT_TOP_TOPICS, DEFAULT_USAGE_TOPIC, MAX_TOPICS_PER_VOLUME
+from volume_quota.config.concerns import Seconds, help_text
+from volume_quota.config.sources import ENV_PREFIX, SettingsBase
+
+DEFAULT_USAGE_INTERVAL_SECONDS = 60.0
+
+
+class UsageSettings(SettingsBase):
+    """Which topic fills a volume: the per-topic survey of a sidecar (``--source volumes``)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
+
+    publish_usage: bool = Field(
+        True,
+        **help_text(
+            "walk the log dirs and publish the largest topics of each volume (sidecar only)"
+        ),
+    )
+    usage_interval: Seconds = Field(
+        DEFAULT_USAGE_INTERVAL_SECONDS,
+        **help_text("walk the log dirs and publish topic usage this often", "DURATION"),
+    )
+    usage_topic: str = Field(
+        DEFAULT_USAGE_TOPIC,
+        min_length=1,
+        **help_text("the compacted topic of topic usage documents", "NAME"),
+    )
+    usage_top_topics: int = Field(
+        DEFAULT_TOP_TOPICS,
+        ge=1,
+        le=MAX_TOPICS_PER_VOLUME,
+        **help_text(
+            f"name this many largest topics per volume, the rest summed (at most "
+            f"{MAX_TOPICS_PER_VOLUME})",
+            "N",
+        ),
+    )
