@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from schemas.decode import MAX_RECORD_BYTES
+
 DEFAULT_TOPIC = "__volume_quota_snapshots"
 DEFAULT_MIN_COMPACTION_LAG_SECONDS = 24 * 3600.0
 DEFAULT_SEGMENT_SECONDS = 3600.0
@@ -48,6 +50,7 @@ class TopicRequirements:
             "min.compaction.lag.ms": str(seconds_to_milliseconds(self.min_compaction_lag_seconds)),
             "segment.ms": str(seconds_to_milliseconds(self.segment_seconds)),
             "delete.retention.ms": str(seconds_to_milliseconds(self.delete_retention_seconds)),
+            "max.message.bytes": str(MAX_RECORD_BYTES),
         }
 
 

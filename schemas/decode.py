@@ -37,6 +37,15 @@ from schemas.usage import TopicUsageDocument
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 """Far above a 1024-volume snapshot; larger values are refused before parsing."""
+RECORD_OVERHEAD_MARGIN_BYTES = 32 * 1024
+"""What a record carries on top of its value: the key (a broker id), the signature headers
+(``vq-signature``, at most 512 bytes for RSA-4096; ``vq-signer``, a DER certificate of about
+1-2 KiB) and the record batch framing (61 bytes plus a few per record), with room for a
+certificate many times the usual size."""
+MAX_RECORD_BYTES = MAX_MESSAGE_BYTES + RECORD_OVERHEAD_MARGIN_BYTES
+"""1081344: ``max.message.bytes`` of every volume-quota topic and of its producers: the largest
+document a reader accepts, signed. Without the cap a topic takes the brokers'
+``message.max.bytes``, which clusters often raise far above 1 MiB for their own traffic."""
 
 
 class RejectionReason(StrEnum):
@@ -205,6 +214,7 @@ def decode_usage(value: bytes, key: bytes | None) -> TopicUsageDocument | Reject
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "MAX_RECORD_BYTES",
     "SNAPSHOT_SCHEMA_VERSION",
     "Rejection",
     "RejectionReason",

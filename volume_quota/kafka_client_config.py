@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from publisher.topic_requirements import seconds_to_milliseconds
+from schemas.decode import MAX_RECORD_BYTES
 
 RECONNECT_BACKOFF_MAX_MS = 5000
 """librdkafka's default is 10 s; 5 s lets the publisher notice a returning cluster sooner."""
@@ -89,6 +90,8 @@ def producer_config(
         "message.timeout.ms": timeout_ms,
         "request.timeout.ms": min(30000, timeout_ms),
         "linger.ms": 0,
+        # librdkafka's default (1,000,000) is below the largest document a reader accepts.
+        "message.max.bytes": MAX_RECORD_BYTES,
         # Every consumer reads every snapshot, so the topic's egress grows with the square of
         # the cluster: zstd makes an 8-volume snapshot 2.7x smaller in the log and on the wire
         # (benchmarks/fleet_load.py fanout; docs/reliability.md).

@@ -14,6 +14,8 @@ def test_creation_config_is_compacted_with_a_day_of_history() -> None:
         "min.compaction.lag.ms": "86400000",
         "segment.ms": "3600000",
         "delete.retention.ms": "86400000",
+        # 1 MiB, the largest document a reader accepts, and 32 KiB for key, headers, framing.
+        "max.message.bytes": str(1024 * 1024 + 32 * 1024),
     }
 
 

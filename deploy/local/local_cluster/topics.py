@@ -1,16 +1,7 @@
 """volume-quota's three compacted topics, created as ``User:admin`` the way an operator creates
 them before the sidecars start (deploy/systemd/README.md step 4, the Helm chart's ACL Job,
-deploy/strimzi/topics.yaml), each with its record size capped.
-
-The cap (``max.message.bytes``, the largest record batch the broker appends to the topic):
-every consumer refuses a document over 1 MiB before parsing it (``schemas.decode``'s
-``MAX_MESSAGE_BYTES``), and 1 MiB holds the largest snapshot the schema allows (1024 volumes)
-at any realistic name length, so no legitimate record's value is larger. On top of the value a
-record carries its key (a broker id), the two signature headers (``vq-signature``, at most
-512 bytes for RSA-4096, and ``vq-signer``, the DER certificate, about 1-2 KiB) and the batch
-framing (61 bytes plus a few per record): 32 KiB of margin covers them with room for a
-certificate many times the usual size. Without the cap a topic inherits the broker's
-``message.max.bytes``, which clusters often raise far above 1 MiB for their own traffic.
+deploy/strimzi/topics.yaml), with the settings volume-quota itself creates them with
+(``publisher.topic_requirements``), their records capped at ``schemas.decode.MAX_RECORD_BYTES``.
 """
 
 from __future__ import annotations
@@ -31,44 +22,23 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC
 from local_cluster.cluster import LocalKafkaCluster
 from local_cluster.errors import LocalClusterError
+from publisher.topic_requirements import TopicRequirements
+from schemas.decode import MAX_RECORD_BYTES
+from volume_quota.one_shot import OverrideTopicRequirements
 
 DECISIONS_TOPIC = "__volume_quota_decisions"
-LARGEST_DOCUMENT_BYTES = 1024 * 1024
-"""The largest value any reader accepts (``schemas.decode.MAX_MESSAGE_BYTES``)."""
-RECORD_OVERHEAD_MARGIN_BYTES = 32 * 1024
-"""Key, signature headers and record batch framing on top of the value."""
-TOPIC_MAX_MESSAGE_BYTES = LARGEST_DOCUMENT_BYTES + RECORD_OVERHEAD_MARGIN_BYTES
+TOPIC_MAX_MESSAGE_BYTES = MAX_RECORD_BYTES
 """1081344: ``max.message.bytes`` of every volume-quota topic."""
 
-_DAY_MS = "86400000"
-_HOUR_MS = "3600000"
 TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
-    # The settings the sidecar, the cluster agent and `volume-quota override` create them with
-    # (publisher/topic_requirements.py), plus the cap.
-    SNAPSHOT_TOPIC: {
-        "cleanup.policy": "compact",
-        "min.compaction.lag.ms": _DAY_MS,
-        "segment.ms": _HOUR_MS,
-        "delete.retention.ms": _DAY_MS,
-        "max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES),
-    },
-    DECISIONS_TOPIC: {
-        "cleanup.policy": "compact",
-        "min.compaction.lag.ms": _HOUR_MS,
-        "segment.ms": _HOUR_MS,
-        "delete.retention.ms": _DAY_MS,
-        "max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES),
-    },
-    OVERRIDE_TOPIC: {
-        "cleanup.policy": "compact",
-        "min.compaction.lag.ms": _DAY_MS,
-        "segment.ms": _HOUR_MS,
-        "delete.retention.ms": _DAY_MS,
-        "max.message.bytes": str(TOPIC_MAX_MESSAGE_BYTES),
-        # Every record stamped with the broker's clock: a decider refuses an override whose
-        # setAt is far from it (written to take effect later, or an old one written again).
-        "message.timestamp.type": "LogAppendTime",
-    },
+    SNAPSHOT_TOPIC: TopicRequirements(name=SNAPSHOT_TOPIC).creation_config(),
+    # As the cluster agent creates it (volume_quota/commands/cluster_agent.py).
+    DECISIONS_TOPIC: TopicRequirements(
+        name=DECISIONS_TOPIC, min_compaction_lag_seconds=3600.0, single_partition=True
+    ).creation_config(),
+    # Every record stamped with the broker's clock: a decider refuses an override whose setAt
+    # is far from it (written to take effect later, or an old one written again).
+    OVERRIDE_TOPIC: OverrideTopicRequirements(name=OVERRIDE_TOPIC).creation_config(),
 }
 _TIMEOUT_S = 30.0
 
