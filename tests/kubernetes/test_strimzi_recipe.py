@@ -51,7 +51,8 @@ def apply_strict(plane: ControlPlane, path: Path) -> str:
 def operator_secrets(plane: ControlPlane) -> None:
     """Stand-in for Strimzi's operators, which do not run here: the Secrets they would write
     that the agent mounts (the User Operator's volume-quota-agent, the Cluster Operator's
-    my-cluster-cluster-ca-cert), with the keys docs/strimzi.md names."""
+    my-cluster-cluster-ca-cert and my-cluster-clients-ca-cert), with the keys docs/strimzi.md
+    names."""
     clients_ca = CertificateAuthority.create("clients-ca")
     cluster_ca = CertificateAuthority.create("cluster-ca")
     cert, key = clients_ca.issue("volume-quota-agent", client=True)
@@ -69,6 +70,10 @@ def operator_secrets(plane: ControlPlane) -> None:
         (
             "my-cluster-cluster-ca-cert",
             {"ca.crt": cluster_ca.certificate_pem, "ca.p12": b"stand-in", "ca.password": b"x"},
+        ),
+        (
+            "my-cluster-clients-ca-cert",
+            {"ca.crt": clients_ca.certificate_pem, "ca.p12": b"stand-in", "ca.password": b"x"},
         ),
     ):
         plane.api.create(

@@ -28,11 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from publisher.signing import SnapshotSigner
 from schemas.decision import QuotaDecision, QuotaState, ReasonKind
 from schemas.decode import decode_snapshot
 from schemas.snapshot import VolumeSnapshot
+from tests.snapshot_factory import snapshot_line, volume
 from tests.support import wait_for
 from tests.systemd.kafka_host import (
     ADMIN,
@@ -51,6 +57,8 @@ CHECKOUT_ON_HOST = "/root/volume-quota"
 """Where the broker host has its copy of the checkout (with the build machine's results)."""
 SIDECAR_IDENTITY = "volume-quota-sidecar"
 """The sidecar certificate's CN, hence its principal (User:volume-quota-sidecar)."""
+BROKER_ID = 0
+"""The node.id of the host's broker: its sidecar's certificate says OU=broker-0."""
 SNAPSHOT_TOPIC = "__volume_quota_snapshots"
 DECISION_FILE = "/run/volume-quota/decision.json"
 SIDECAR_UNIT = "volume-quota-sidecar.service"
@@ -113,16 +121,56 @@ def test_the_readme_parser_finds_blocks_under_their_headings() -> None:
     assert [s.user_edits_settings for s in sections] == [False, False, True, False]
 
 
+def sidecar_certificate(
+    files: KafkaHostFiles, broker_id: int
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """The client certificate of the sidecar on broker ``broker_id``'s host, as the README's
+    step 3 asks for: subject CN=volume-quota-sidecar,OU=broker-<id> (RFC 4514), from the
+    cluster CA (the host's CA, deploy/local's PKI)."""
+    ca_folder = files.pki.ca_cert.parent
+    ca_key = serialization.load_pem_private_key((ca_folder / "ca.key.pem").read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca = x509.load_pem_x509_certificate(files.pki.ca_cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    # In the order of `openssl req -subj "/OU=broker-N/CN=volume-quota-sidecar"`.
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"broker-{broker_id}"),
+            x509.NameAttribute(NameOID.COMMON_NAME, SIDECAR_IDENTITY),
+        ]
+    )
+    now = dt.datetime.now(dt.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=30))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    assert certificate.subject.rfc4514_string() == (f"CN={SIDECAR_IDENTITY},OU=broker-{broker_id}")
+    return certificate, key
+
+
 @pytest.fixture
 def kafka_host(tmp_path: Path) -> Iterator[tuple[KafkaHost, KafkaHostFiles]]:
     image = systemd_image()
     files = write_kafka_host_files(tmp_path / "kafka-host")
-    sidecar = files.pki.issue(SIDECAR_IDENTITY)
     sidecar_tls = files.directory / "sidecar-tls"
     sidecar_tls.mkdir()
-    (sidecar_tls / "ca.crt").write_bytes(sidecar.ca.read_bytes())
-    (sidecar_tls / "tls.crt").write_bytes(sidecar.cert.read_bytes())
-    (sidecar_tls / "tls.key").write_bytes(sidecar.key.read_bytes())
+    certificate, key = sidecar_certificate(files, BROKER_ID)
+    (sidecar_tls / "ca.crt").write_bytes(files.pki.ca_cert.read_bytes())
+    (sidecar_tls / "tls.crt").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    (sidecar_tls / "tls.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     host = KafkaHost(f"volume-quota-systemd-{uuid.uuid4().hex[:8]}")
     try:
         host.start(image, files, REPOSITORY, CHECKOUT_ON_HOST)
@@ -242,6 +290,58 @@ def override(files: KafkaHostFiles, *arguments: str) -> None:
     )
 
 
+def forge_full_snapshot_as_another_host(files: KafkaHostFiles) -> None:
+    """Broker 0 "full", written by the admin and signed by the sidecar certificate of another
+    host (OU=broker-1): a host whose principal may write the topic, speaking for broker 0."""
+    certificate, key = sidecar_certificate(files, BROKER_ID + 1)
+    signer = SnapshotSigner(key, certificate.public_bytes(serialization.Encoding.DER))
+    identity = files.pki.identity(ADMIN)
+    record_key = str(BROKER_ID).encode()
+    value = snapshot_line(
+        broker_id=BROKER_ID, volumes=[volume("/forged", 1000, 1000)], at=dt.datetime.now(dt.UTC)
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": files.bootstrap_servers,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(files.pki.ca_cert),
+            "ssl.certificate.location": str(identity.cert),
+            "ssl.key.location": str(identity.key),
+            "acks": "all",
+        }
+    )
+    delivered: list[object] = []
+    producer.produce(
+        SNAPSHOT_TOPIC,
+        key=record_key,
+        value=value,
+        headers=list(signer.headers(record_key, value)),
+        on_delivery=lambda error, _message: delivered.append(error),
+    )
+    producer.flush(30)
+    assert delivered == [None]
+
+
+def sidecar_entries(host: KafkaHost) -> list[dict[str, object]]:
+    """The sidecar's own journal lines (not systemd's about the unit), each a JSON object."""
+    records = [
+        json.loads(line)
+        for line in host.shell("journalctl --no-pager -o json -u volume-quota-sidecar").splitlines()
+    ]
+    own = [r["MESSAGE"] for r in records if r.get("_SYSTEMD_UNIT") == SIDECAR_UNIT]
+    assert own, records[-10:]
+    return [json.loads(message) for message in own]
+
+
+def rejected_forgery(host: KafkaHost) -> bool:
+    return any(
+        entry["event"] == "snapshot rejected: signature check failed"
+        and entry.get("outcome") == "wrong_identity"
+        and entry.get("signer") == f"CN={SIDECAR_IDENTITY},OU=broker-{BROKER_ID + 1}"
+        for entry in sidecar_entries(host)
+    )
+
+
 def broker_applies(host: KafkaHost, state: QuotaState, factor: float) -> bool:
     """The callback logs each decision it starts applying (QuotaEngine.logStatus)."""
     return f"volume-quota engine #1: decision {state} factor {factor} decided at" in host.journal(
@@ -293,6 +393,18 @@ def test_the_readme_installs_a_working_sidecar_on_a_systemd_host(
         raise AssertionError(message) from failure
 
 
+def usage_published(host: KafkaHost, files: KafkaHostFiles) -> bool:
+    """Whether the sidecar's metrics show a usage document delivered."""
+    scrape = host.shell(
+        'python3 -c "import urllib.request; print(urllib.request.urlopen('
+        f"'http://127.0.0.1:{files.metrics_port}/metrics', timeout=5).read().decode())\" || :"
+    )
+    for line in scrape.splitlines():
+        if line.startswith("volume_quota_usage_last_success_timestamp_seconds "):
+            return float(line.split()[1]) > 0
+    return False
+
+
 def check_the_installed_sidecar(host: KafkaHost, files: KafkaHostFiles) -> None:
     assert host.shell("systemctl is-active kafka volume-quota-sidecar").split() == [
         "active",
@@ -335,6 +447,14 @@ def check_the_installed_sidecar(host: KafkaHost, files: KafkaHostFiles) -> None:
         f"the broker's log line that it applies {decision.state}",
     )
 
+    # The usage document (which topics fill the volume) reaches its topic: the README's ACLs
+    # let the sidecar create and write it.
+    wait_for(
+        lambda: usage_published(host, files),
+        SIDECAR_TIMEOUT_S,
+        "a usage document published (volume_quota_usage_last_success_timestamp_seconds)",
+    )
+
     before = read_decision(host)
     samples = watch_the_decision_file_during(host, "systemctl restart volume-quota-sidecar")
     assert len(samples) >= RESTART_WATCH_S * 2, samples
@@ -369,14 +489,20 @@ def check_the_installed_sidecar(host: KafkaHost, files: KafkaHostFiles) -> None:
         "the decision file without the override",
     )
 
+    # Signatures are required: another host's certificate cannot speak for broker 0. Its
+    # forged "full" is rejected, and broker 0's decision stays the one its own sidecar measures.
+    assert not rejected_forgery(host)
+    forge_full_snapshot_as_another_host(files)
+    wait_for(lambda: rejected_forgery(host), SIDECAR_TIMEOUT_S, "the forged snapshot rejected")
+    assert read_decision(host).state == decision.state
+
     # The sidecar's own lines (not systemd's "Started ..." about the unit) are JSON objects.
     records = [
         json.loads(line)
         for line in host.shell("journalctl --no-pager -o json -u volume-quota-sidecar").splitlines()
     ]
     own = [r["MESSAGE"] for r in records if r.get("_SYSTEMD_UNIT") == SIDECAR_UNIT]
-    assert own, records[-10:]
-    entries = [json.loads(message) for message in own]
+    entries = sidecar_entries(host)
     for entry in entries:
         assert {"event", "level", "timestamp"} <= set(entry), entry
     assert sum(entry["event"] == "publisher started" for entry in entries) == 2, own
