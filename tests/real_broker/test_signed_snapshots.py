@@ -198,3 +198,59 @@ def state_of(decision_file: Path) -> str:
         return str(json.loads(decision_file.read_text())["state"])
     except (OSError, ValueError):
         return ""
+
+
+def test_signers_are_checked_against_the_signature_ca_file_alone(
+    cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    # Strimzi's shape: the brokers' certificates from one CA (tls_ca_file), the signers' from
+    # another (signature_ca_file). A signer of the TLS CA alone is not trusted, the signature
+    # CA never verifies a broker (the clients connect with tls_ca_file), and a signature CA
+    # file that changes is read again without a restart.
+    cluster.pki.issue("rogue-kafka-0")  # CN=kafka-0 from the second CA: the signers' CA
+    topic = "__volume_quota_snapshots_signature_ca"
+    admin = AdminClient(cluster.client_config("admin"))
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[
+        topic
+    ].result(30)
+    bindings = allow(
+        ResourceType.TOPIC, topic, "User:kafka-0", AclOperation.WRITE, AclOperation.DESCRIBE
+    ) + allow(ResourceType.TOPIC, topic, "User:consumer", AclOperation.READ, AclOperation.DESCRIBE)
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    files = cluster.identity_files("consumer")
+    signers_ca = cluster.pki.directory / "rogue-ca" / "ca.pem"
+    signature_bundle = tmp_path / "signers-ca.pem"
+    signature_bundle.write_bytes(signers_ca.read_bytes())
+    decision_file = tmp_path / "decision.json"
+    settings = load_settings(
+        {
+            "bootstrap_servers": cluster.bootstrap_servers,
+            "tls_ca_file": str(files.ca),
+            "tls_cert_file": str(files.cert),
+            "tls_key_file": str(files.key),
+            "tls_verify_hostname": False,
+            "decision_file": str(decision_file),
+            "stale_after": "1h",
+            "topic": topic,
+            "snapshot_signatures": "require",
+            "signer_identities": subject_of("kafka-{broker}"),
+            "signature_ca_file": str(signature_bundle),
+        }
+    )
+    daemon = DecideDaemon(settings, serve_http=False)
+    stop = threading.Event()
+    thread = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        publish_as(cluster, "kafka-0", 0, free=900, signed_by="rogue-kafka-0", topic=topic)
+        wait_for(lambda: state_of(decision_file) == "OPEN", 60, "OPEN, signed by the signers' CA")
+        publish_as(cluster, "kafka-0", 0, free=10, topic=topic)  # signed under the TLS CA
+        time.sleep(3)
+        assert state_of(decision_file) == "OPEN", "the TLS CA vouches for no signer"
+        signature_bundle.write_bytes(signers_ca.read_bytes() + files.ca.read_bytes())
+        publish_as(cluster, "kafka-0", 0, free=10, topic=topic)
+        wait_for(lambda: state_of(decision_file) == "PAUSE", 30, "the re-read bundle believed")
+    finally:
+        stop.set()
+        thread.join(timeout=15)

@@ -5,7 +5,9 @@ Secret as `ca-<date>.crt` next to the new `ca.crt`, and brokers present certific
 until every broker has rolled; Strimzi's own clients trust every `*.crt` of the Secret. The
 agent's CA file (librdkafka's `ssl.ca.location`, one PEM file) is built here the way the
 Deployment builds it: its containers' scripts run against a directory shaped like the mounted
-Secret, and the file must hold every `*.crt`, then follow a change of the Secret.
+Secret, and the file must hold every `*.crt`, then follow a change of the Secret. The same
+holds for the clients CA Secret and the agent's signature CA file (the agent's and the
+operators' certificates): a clients CA renewal must not make the agent refuse its own snapshots.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
@@ -31,6 +34,7 @@ from tests.strimzi.recipe import (
 )
 
 CLUSTER_CA_SECRET = "my-cluster-cluster-ca-cert"
+CLIENTS_CA_SECRET = "my-cluster-clients-ca-cert"
 
 
 def _pod() -> dict[str, Any]:
@@ -72,57 +76,89 @@ def _localized(container: dict[str, Any], paths: dict[str, Path]) -> list[str]:
     return command
 
 
-def _agent_ca_file_volume() -> tuple[str, str]:
+BUNDLES = pytest.mark.parametrize(
+    ("setting", "ca_secret"),
+    [
+        # The brokers' CA: verifies their TLS certificates.
+        ("VOLUME_QUOTA_TLS_CA_FILE", CLUSTER_CA_SECRET),
+        # The clients CA: the agent's and the operators' certificates, for signatures only.
+        ("VOLUME_QUOTA_SIGNATURE_CA_FILE", CLIENTS_CA_SECRET),
+    ],
+)
+
+
+def _agent_ca_file_volume(setting: str) -> tuple[str, str]:
     agent = next(c for c in _pod()["containers"] if c["name"] == "agent")
-    ca_file = agent_env()["VOLUME_QUOTA_TLS_CA_FILE"]
+    ca_file = agent_env()[setting]
     for name, path in _mount_paths(agent).items():
         if ca_file.startswith(path + "/"):
             return name, ca_file.removeprefix(path + "/")
     raise AssertionError(f"{ca_file} is on no volume of the agent")
 
 
-def test_the_agent_trusts_every_ca_certificate_of_the_cluster_ca_secret(tmp_path: Path) -> None:
-    volume_name, file_name = _agent_ca_file_volume()
+def _ca_secret_volume(ca_secret: str) -> str:
     volumes = {volume["name"]: volume for volume in _pod()["volumes"]}
-    volume = volumes[volume_name]
-    secret_dir = tmp_path / "secret"
-    written = _cluster_ca_secret(secret_dir, ["ca.crt", "ca-2026-11-26T10-00-00Z.crt"])
-    if "secret" in volume:
-        # The file is one key of a Secret: only that certificate.
-        key = next(i["key"] for i in volume["secret"]["items"] if i["path"] == file_name)
-        trusted = _certificates(written[key])
-    else:
-        # Written by the pod's own containers from the mounted cluster CA Secret.
-        secret_volume = next(
-            name
-            for name, v in volumes.items()
-            if v.get("secret", {}).get("secretName") == CLUSTER_CA_SECRET
+    names = [
+        str(name)
+        for name, v in volumes.items()
+        if v.get("secret", {}).get("secretName") == ca_secret
+    ]
+    assert len(names) == 1, f"{ca_secret} is mounted {len(names)} times"
+    return names[0]
+
+
+def _local_secrets(container: dict[str, Any], directory: Path) -> dict[str, Path]:
+    """A local directory, with a CA certificate, for each CA Secret ``container`` mounts."""
+    volumes = {volume["name"]: volume for volume in _pod()["volumes"]}
+    local = {}
+    for name in _mount_paths(container):
+        secret_name = volumes[name].get("secret", {}).get("secretName", "")
+        if secret_name.endswith("-ca-cert"):
+            local[name] = directory / name
+            _cluster_ca_secret(local[name], ["ca.crt"])
+    return local
+
+
+@BUNDLES
+def test_the_agent_trusts_every_ca_certificate_of_the_ca_secret(
+    tmp_path: Path, setting: str, ca_secret: str
+) -> None:
+    volume_name, file_name = _agent_ca_file_volume(setting)
+    volumes = {volume["name"]: volume for volume in _pod()["volumes"]}
+    assert "emptyDir" in volumes[volume_name], "a Secret item holds one certificate only"
+    # Written by the pod's own containers from the mounted CA Secret.
+    secret_volume = _ca_secret_volume(ca_secret)
+    assert "items" not in volumes[secret_volume]["secret"], "every *.crt must be mounted"
+    writers = [
+        c
+        for c in _pod().get("initContainers", [])
+        if volume_name in _mount_paths(c) and secret_volume in _mount_paths(c)
+    ]
+    assert writers, f"nothing writes volume {volume_name} before the agent starts"
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    for writer in writers:
+        local = _local_secrets(writer, tmp_path / "secrets")
+        written = _cluster_ca_secret(
+            local[secret_volume], ["ca.crt", "ca-2026-11-26T10-00-00Z.crt"]
         )
-        assert "items" not in volumes[secret_volume]["secret"], "every *.crt must be mounted"
-        bundle_dir = tmp_path / "bundle"
-        bundle_dir.mkdir()
-        local = {secret_volume: secret_dir, volume_name: bundle_dir}
-        writers = [
-            c
-            for c in _pod().get("initContainers", [])
-            if volume_name in _mount_paths(c) and secret_volume in _mount_paths(c)
-        ]
-        assert writers, f"nothing writes volume {volume_name} before the agent starts"
-        for writer in writers:
-            subprocess.run(_localized(writer, local), check=True, timeout=30)
-        trusted = _certificates((bundle_dir / file_name).read_bytes())
+        subprocess.run(
+            _localized(writer, {**local, volume_name: bundle_dir}), check=True, timeout=30
+        )
+    trusted = _certificates((bundle_dir / file_name).read_bytes())
+    # Exactly that Secret's: nothing of the other CA Secret (the clients CA in the TLS bundle
+    # would let any KafkaUser pass as a broker).
     assert trusted == _certificates(b"".join(written.values()))
 
 
-def test_the_agents_ca_file_follows_a_change_of_the_secret(tmp_path: Path) -> None:
-    volume_name, file_name = _agent_ca_file_volume()
+@BUNDLES
+def test_the_agents_ca_file_follows_a_change_of_the_secret(
+    tmp_path: Path, setting: str, ca_secret: str
+) -> None:
+    volume_name, file_name = _agent_ca_file_volume(setting)
     volumes = {volume["name"]: volume for volume in _pod()["volumes"]}
     assert "emptyDir" in volumes[volume_name], "a Secret item holds one certificate only"
-    secret_volume = next(
-        name
-        for name, v in volumes.items()
-        if v.get("secret", {}).get("secretName") == CLUSTER_CA_SECRET
-    )
+    secret_volume = _ca_secret_volume(ca_secret)
     refresher = next(
         c
         for c in _pod()["containers"]
@@ -130,11 +166,13 @@ def test_the_agents_ca_file_follows_a_change_of_the_secret(tmp_path: Path) -> No
     )
     env = {entry["name"]: entry["value"] for entry in refresher.get("env", [])}
     assert 0 < int(env["BUNDLE_INTERVAL_SECONDS"]) <= 60
-    secret_dir, bundle_dir = tmp_path / "secret", tmp_path / "bundle"
+    bundle_dir = tmp_path / "bundle"
     bundle_dir.mkdir()
-    first = _cluster_ca_secret(secret_dir, ["ca.crt"])
+    local = _local_secrets(refresher, tmp_path / "secrets")
+    secret_dir = local[secret_volume]
+    first = (secret_dir / "ca.crt").read_bytes()
     process = subprocess.Popen(
-        _localized(refresher, {secret_volume: secret_dir, volume_name: bundle_dir}),
+        _localized(refresher, {**local, volume_name: bundle_dir}),
         env={**os.environ, **env, "BUNDLE_INTERVAL_SECONDS": "1"},
     )
     try:
@@ -142,11 +180,11 @@ def test_the_agents_ca_file_follows_a_change_of_the_secret(tmp_path: Path) -> No
         deadline = time.monotonic() + 20
         while not bundle.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _certificates(bundle.read_bytes()) == _certificates(first["ca.crt"])
+        assert _certificates(bundle.read_bytes()) == _certificates(first)
         # A CA key replacement: the old certificate stays as ca-<date>.crt, ca.crt is new.
         os.replace(secret_dir / "ca.crt", secret_dir / "ca-2026-11-26T10-00-00Z.crt")
         second = _cluster_ca_secret(secret_dir, ["ca.crt"])
-        both = _certificates(first["ca.crt"] + second["ca.crt"])
+        both = _certificates(first + second["ca.crt"])
         while _certificates(bundle.read_bytes()) != both and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _certificates(bundle.read_bytes()) == both

@@ -12,6 +12,7 @@ import pytest
 from publisher.topic_requirements import TopicRequirements, topic_config_warnings
 from tests.strimzi.recipe import TOPICS, documents
 from volume_quota.config.commands import ClusterAgentSettings
+from volume_quota.one_shot import OverrideTopicRequirements
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +51,8 @@ def test_the_decisions_topic_is_configured_as_the_agent_creates_it() -> None:
 
 def test_the_overrides_topic_is_configured_as_volume_quota_override_creates_it() -> None:
     settings = ClusterAgentSettings(source="admin")
-    requirements = TopicRequirements(name=settings.override_topic)
+    # What volume_quota/one_shot.py's write_override checks and creates the topic with.
+    requirements = OverrideTopicRequirements(name=settings.override_topic)
     config = topic_config(requirements.name)
     assert requirements.creation_config().items() <= config.items()
+    assert config["message.timestamp.type"] == "LogAppendTime"

@@ -1,8 +1,8 @@
 """The start-up check: the files the settings name exist and are usable, every problem at once.
 
 Validators only check syntax and ranges; this reads the files (log dirs, server.properties,
-the decision file's directory, the TLS files, the SASL password file) once, when a command
-starts, and lists every problem in one ``UsageError``, one line each.
+the decision file's directory, the TLS files, the signers' CA bundle, the SASL password file)
+once, when a command starts, and lists every problem in one ``UsageError``, one line each.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from volume_quota.config.commands import (
     read_password_file,
 )
 from volume_quota.config.sources import describe_setting
+from volume_quota.config.trust import SignatureSettings
 from volume_quota.errors import UsageError
 
 
@@ -73,6 +74,8 @@ def startup_problems(settings: BaseSettings) -> list[str]:
                 read_password_file(settings.sasl_password_file)
             except UsageError as error:
                 problems.extend(error.problems)
+    if isinstance(settings, SignatureSettings) and settings.signature_ca_file is not None:
+        problems.extend(_file_problems("signature_ca_file", settings.signature_ca_file))
     return problems
 
 
@@ -117,6 +120,24 @@ def _decision_file_problems(path: Path) -> list[str]:
     return []
 
 
+def _file_problems(
+    name: str, path: Path, inspect: Callable[[bytes], object] | None = count_certificates
+) -> list[str]:
+    """Why the file of setting ``name`` cannot be used: unreadable, or ``inspect`` refuses it."""
+    try:
+        content = path.read_bytes()
+        if inspect is not None:
+            inspect(content)
+    except OSError as error:
+        return [
+            f"invalid setting {describe_setting(name)}: cannot read {path}: "
+            f"{error.strerror or error}"
+        ]
+    except CertificateError as error:
+        return [f"invalid setting {describe_setting(name)}: {path} {error}"]
+    return []
+
+
 def _tls_problems(settings: ConnectedSettings) -> list[str]:
     checks = (
         ("tls_ca_file", settings.tls_ca_file, count_certificates),
@@ -125,19 +146,8 @@ def _tls_problems(settings: ConnectedSettings) -> list[str]:
     )
     problems = []
     for name, path, inspect in checks:
-        if path is None:
-            continue
-        try:
-            content = path.read_bytes()
-            if inspect is not None:
-                inspect(content)
-        except OSError as error:
-            problems.append(
-                f"invalid setting {describe_setting(name)}: cannot read {path}: "
-                f"{error.strerror or error}"
-            )
-        except CertificateError as error:
-            problems.append(f"invalid setting {describe_setting(name)}: {path} {error}")
+        if path is not None:
+            problems.extend(_file_problems(name, path, inspect))
     if problems or settings.tls_ca_file is None or settings.tls_cert_file is None:
         return problems  # with SASL_SSL, a CA alone is a complete set
     try:

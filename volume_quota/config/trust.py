@@ -7,6 +7,7 @@ decisions.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
@@ -68,6 +69,15 @@ class SignatureSettings(SettingsBase):
             "publisher, the operator who retires brokers), e.g. CN=volume-quota-agent; "
             "';'-separated",
             "IDENTITY;...",
+        ),
+    )
+    signature_ca_file: Path | None = Field(
+        None,
+        **help_text(
+            "PEM CA bundle that issued the signers' certificates, the only one snapshot and "
+            "override signatures are checked against; never used for TLS (default: "
+            "tls_ca_file). Re-read when it changes",
+            "FILE",
         ),
     )
 

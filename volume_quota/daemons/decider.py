@@ -2,8 +2,9 @@
 
 Builds the snapshot reader and Admin client from the settings, runs ``DecisionService`` (read the
 topic, learn the live brokers, decide), writes every decision atomically to the decision file for
-the broker's quota callback, and serves the consumer's metrics and health. Rotated TLS files are
-picked up by rebuilding the Kafka clients; the cluster state survives the swap.
+the broker's quota callback, and serves the consumer's metrics and health. Rotated TLS files, and a
+changed signers' CA bundle (``signature_ca_file``), are picked up by rebuilding the Kafka clients
+and the signature trust; the cluster state survives the swap.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -46,7 +48,9 @@ from volume_quota.certificate_inspection import (
 from volume_quota.collector import tune_for_decoding
 from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
+from volume_quota.config.sources import describe_setting
 from volume_quota.daemons.publisher import serve_endpoints
+from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer
 from volume_quota.kafka_client_config import consumer_config
 from volume_quota.logging_setup import get_logger, with_client_logger
@@ -64,11 +68,27 @@ def decision_policy(settings: DecideSettings) -> DecisionPolicy:
     return settings.decision_policy(valid_for_seconds=settings.decision_valid_for)
 
 
+def signature_ca_file(settings: StatusSettings | DecideSettings) -> Path | None:
+    """The CA bundle signatures are checked against: ``signature_ca_file``, else the TLS one."""
+    return settings.signature_ca_file or settings.tls_ca_file
+
+
+def required_signature_ca_file(settings: StatusSettings | DecideSettings) -> Path:
+    path = signature_ca_file(settings)
+    if path is None:
+        raise UsageError(
+            f"{describe_setting('signature_ca_file')} or {describe_setting('tls_ca_file')} is "
+            "required to check signatures"
+        )
+    return path
+
+
 def signature_policy(settings: StatusSettings | DecideSettings) -> SignaturePolicy:
-    """The signature mode and whom to trust: the cluster CA of ``tls_ca_file``."""
+    """The signature mode and whom to trust: the CAs of ``signature_ca_file`` (default: the
+    cluster CA of ``tls_ca_file``)."""
     if settings.snapshot_signatures is SignatureMode.ACCEPT:
         return SignaturePolicy()
-    ca_pem = settings.required_ca_file().read_bytes()
+    ca_pem = required_signature_ca_file(settings).read_bytes()
     trust = SignatureTrust(
         ca_certificates=x509.load_pem_x509_certificates(ca_pem),
         broker_identities=settings.signer_identities,
@@ -78,13 +98,17 @@ def signature_policy(settings: StatusSettings | DecideSettings) -> SignaturePoli
 
 
 def override_policy(settings: StatusSettings | DecideSettings) -> OverridePolicy:
-    """Who may set an override: the operator identities, certified by the cluster CA of
-    ``tls_ca_file`` (none given: no signature can be verified, every override is unverified)."""
+    """Who may set an override: the operator identities, certified by the CAs of
+    ``signature_ca_file`` (default: ``tls_ca_file``; none given: no signature can be verified,
+    every override is unverified)."""
     mode = settings.override_signatures
     certificates: list[x509.Certificate] = []
     if mode is not SignatureMode.ACCEPT:
-        ca_file = settings.required_ca_file() if mode is SignatureMode.REQUIRE else None
-        ca_file = ca_file or settings.tls_ca_file
+        ca_file = (
+            required_signature_ca_file(settings)
+            if mode is SignatureMode.REQUIRE
+            else signature_ca_file(settings)
+        )
         if ca_file is not None:
             certificates = x509.load_pem_x509_certificates(ca_file.read_bytes())
     return OverridePolicy(
@@ -103,10 +127,11 @@ def announce_override_trust(settings: StatusSettings | DecideSettings) -> None:
             "override signatures are not checked (override_signatures=accept): anyone who may "
             "write the override topic can force OPEN or PAUSE"
         )
-    elif not settings.override_signers or settings.tls_ca_file is None:
+    elif not settings.override_signers or signature_ca_file(settings) is None:
         log.warning(
-            "no override can be verified (override_signers or tls_ca_file not set): every "
-            "override takes effect marked unverified (override_signatures=warn)"
+            "no override can be verified (override_signers, or signature_ca_file and "
+            "tls_ca_file, not set): every override takes effect marked unverified "
+            "(override_signatures=warn)"
         )
     else:
         log.info(
@@ -162,7 +187,12 @@ class DecideDaemon:
             decision_file = settings.required_decision_file()
             sink = partial(write_decision_atomically, decision_file)
         settings.required_kafka_connection()
-        self._tls_watch = FileWatch(settings.tls_paths())
+        # The TLS files and the signers' CA bundle: a change of either rebuilds the clients,
+        # whose replay judges every snapshot again under the trust then in force.
+        extra_ca = settings.signature_ca_file
+        self._tls_watch = FileWatch(
+            (*settings.tls_paths(), *(() if extra_ca is None else (extra_ca,)))
+        )
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ConsumerMetrics(self.registry)
         self.state = ClusterState(decision_policy(settings))
@@ -179,13 +209,19 @@ class DecideDaemon:
                 decision_refresh_seconds=max(1.0, settings.decision_valid_for / 3),
                 reconnect_when_quiet_seconds=settings.stale_after / 2,
             ),
-            signatures=signature_policy(settings),
+            signatures=(signatures := signature_policy(settings)),
             overrides=(
                 overrides := OverrideFollower(
-                    self._clients.override_reader, self.registry, policy=override_policy(settings)
+                    self._clients.override_reader,
+                    self.registry,
+                    policy=(operators := override_policy(settings)),
                 )
             ),
         )
+        self.signatures: SignaturePolicy = signatures
+        """The snapshot signature trust in force (rebuilt when a CA bundle changes)."""
+        self.operators: OverridePolicy = operators
+        """The override trust in force (rebuilt when a CA bundle changes)."""
         self._overrides = overrides
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
@@ -235,7 +271,7 @@ class DecideDaemon:
         )
         announce_override_trust(self._settings)
         try:
-            self.service.run(stop, between_steps=self._pick_up_rotated_certificates)
+            self.service.run(stop, between_steps=self.pick_up_changed_files)
             return 0
         finally:
             self._clients.close()
@@ -243,7 +279,9 @@ class DecideDaemon:
                 self._server.stop()
             log.info("consumer stopped", last_state=self.decision.state.value)
 
-    def _pick_up_rotated_certificates(self) -> None:
+    def pick_up_changed_files(self) -> None:
+        """Rebuild the Kafka clients and the signature trust when the TLS files or the
+        signers' CA bundle changed (called between the decision loop's steps)."""
         fingerprint = self._tls_watch.changed()
         if fingerprint is None:
             return
@@ -260,7 +298,7 @@ class DecideDaemon:
         try:
             signatures = signature_policy(self._settings)
             operators = override_policy(self._settings)
-        except ValueError as error:  # a half-written CA bundle: the next change retries
+        except (ValueError, OSError) as error:  # a half-written or moved CA bundle: retried
             log.warning("rotated CA bundle not readable yet", error=str(error))
             clients.close()
             return
@@ -268,6 +306,7 @@ class DecideDaemon:
         old, self._clients = self._clients, clients
         self.service.replace_signatures(signatures)
         self._overrides.replace_policy(operators)
+        self.signatures, self.operators = signatures, operators
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients and signature trust rebuilt")

@@ -33,7 +33,7 @@ class StrictParsingTest {
                 Recipe.KAFKA, Map.of("Kafka", 1L, "KafkaNodePool", 2L),
                 Recipe.KAFKA_IMAGE_VOLUME, Map.of("Kafka", 1L, "KafkaNodePool", 2L),
                 Recipe.TOPICS, Map.of("KafkaTopic", 3L),
-                Recipe.USERS, Map.of("KafkaUser", 2L));
+                Recipe.USERS, Map.of("KafkaUser", 3L));
         kindsPerFile.forEach((file, expected) -> {
             List<HasMetadata> resources = StrimziYaml.load(file);
             Map<String, Long> kinds = resources.stream()
