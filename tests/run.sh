@@ -18,6 +18,8 @@ python3 -m mypy
 echo "== broker quota callback (Java): JUnit tests and the jar (the decoder fuzz tests run it)"
 (cd deploy/broker-plugin && mvn -q -B package)
 (cd deploy/strimzi/validation && mvn -q -B test)
+echo "== Kafka's own quota tests: their test jars' classpath (Maven Central, cached by version)"
+bash tests/kafka_quota_suite/run-kafka-quota-tests.sh --resolve-only
 
 echo "== unit tests (no broker, no network, no image)"
 fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
