@@ -200,7 +200,19 @@ class ClusterAgentSettings(SidecarSettings, AgentSettings):  # type: ignore[misc
 
 
 AGENT_ONLY_LOCAL = frozenset(
-    {"source", "broker_id", "log_dirs", "server_properties", "sample_interval", "decision_file"}
+    {
+        "source",
+        "broker_id",
+        "log_dirs",
+        "server_properties",
+        "sample_interval",
+        "decision_file",
+        # The usage document is a sidecar's survey of its own broker's log dirs.
+        "publish_usage",
+        "usage_interval",
+        "usage_topic",
+        "usage_top_topics",
+    }
 )
 """Settings of a broker's own sidecar that mean nothing to the cluster agent: no flags."""
 
