@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from tests.support import PLUGIN_JAR
 from volume_quota.cli import main
 from volume_quota.config.commands import ALL_SETTINGS
 from volume_quota.config.sources import CONFIG_FILE_ENV, env_for
+from volume_quota.logging_setup import reset_logging
 
 SETTINGS_ENVIRONMENT = frozenset({CONFIG_FILE_ENV, *(env_for(name) for name in ALL_SETTINGS)})
 """The variables that configure volume-quota; tool caches (VOLUME_QUOTA_HELM...) are kept."""
@@ -26,6 +27,14 @@ def _clean_settings_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own VOLUME_QUOTA_* settings must not leak into any test."""
     for name in SETTINGS_ENVIRONMENT & set(os.environ):
         monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _logging_reset_after_each_test() -> Iterator[None]:
+    """A test that runs a command configures logging onto pytest's captured stream, which is
+    closed when the test ends: the next test that logs would fail on it."""
+    yield
+    reset_logging()
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,17 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> None
     root.setLevel(numeric_level)
 
 
+def reset_logging() -> None:
+    """Undo :func:`configure_logging`: structlog's defaults, no handler of ours on the root
+    logger. For whoever configured logging onto a stream that is about to close (a test's
+    captured output, an embedding application's)."""
+    structlog.reset_defaults()
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if isinstance(existing, _JsonLinesHandler):
+            root.removeHandler(existing)
+
+
 class _JsonLinesHandler(logging.StreamHandler[TextIO]):
     """The handler ``configure_logging`` installs (and replaces when called again)."""
 
