@@ -22,6 +22,7 @@ from pathlib import Path
 from benchmarks.machine import describe_machine
 from tests.e2e.pause_bound import (
     BASE_RATE,
+    CEILING_OFF,
     MIB,
     PauseRun,
     ProducerGroup,
@@ -83,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a client property over the harness's own, for every producer (repeatable), e.g. "
         "max.in.flight.requests.per.connection=1",
     )
+    parser.add_argument(
+        "--ceiling",
+        choices=("on", "off"),
+        default="on",
+        help="the PAUSE ceiling: on (the shipped defaults) or off (the throttle bound alone, "
+        "as tests/e2e measures it)",
+    )
     args = parser.parse_args(argv)
     counts = [int(text) for text in args.connections.split(",")]
     clients = args.clients.split(",")
@@ -92,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
     print(f"base {base_rate / MIB:g} MiB/s, PAUSE {args.hold:g} s, connections {counts}")
     print(f"producer properties over the harness's: {properties or 'none'}")
+    print(f"PAUSE ceiling: {args.ceiling}")
     rows: list[str] = []
     summaries: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pause-bound-") as directory:
         base = Path(directory)
         java_classes = compile_java_producers(base / "java-classes")
-        with pause_bound_cluster(base / "cluster", base_rate) as cluster:
+        extra = None if args.ceiling == "on" else CEILING_OFF
+        with pause_bound_cluster(base / "cluster", base_rate, callback_extra=extra) as cluster:
             for count in counts:
                 groups = [
                     ProducerGroup(client, count, f"{client}-{count}", f"data-{client}-{count}",

@@ -65,6 +65,8 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     private final LongSupplier testMono;
     private final ObservedRates testRates;
     private final DecisionLog.Factory decisionLogs;
+    /** A throttled request's second sensor look-up (ClientQuotaManager.throttle) is not a request. */
+    private final SecondLookup secondLookup = new SecondLookup();
     /** Set by the engine after a quota changed; cleared by the one request that sees it. */
     private final AtomicBoolean produceResetPending = new AtomicBoolean();
     /** Set when the operator changed a quota of that type; cleared by the one request that sees it. */
@@ -122,12 +124,12 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             LOG.info("volume-quota callback #{} configured with engine #{}: decision source {}, base {} B/s, pause floor"
                             + " {} B/s, step-down throttle {} ms, pause throttle {} ms, fallback step down at most"
                             + " x1/{} per {} ms, on-missing {}, reload every {} ms, max validity {} ms, factor step {},"
-                            + " excluded users {}",
+                            + " excluded users {}, PAUSE ceilings {} B/s per principal and {} B/s per broker",
                     instance, chosen.id, parsed.describeSource(), parsed.baseBytesPerSecond(),
                     parsed.pauseBytesPerSecond(), parsed.stepDownThrottleMs(), parsed.pauseThrottleMs(),
                     parsed.maxStepDownRatio(), parsed.stepDownIntervalMs(), parsed.onMissing(),
                     parsed.reloadIntervalMs(), parsed.maxValidityMs(), parsed.throttleFactorStep(),
-                    parsed.excludedUserNames());
+                    parsed.excludedUserNames(), parsed.pausePrincipalCeiling(), parsed.pauseBrokerCeiling());
             if (parsed.decisionSource() == VolumeQuotaConfig.DecisionSource.TOPIC) {
                 LOG.info("volume-quota callback #{}: decisions consumer properties {}", instance,
                         parsed.consumerPropertiesForLog());
@@ -163,7 +165,10 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
                 return kafkaTags;
             }
             try {
-                engine.onProduceRequest(principal.getName(), clientId);
+                String client = clientId == null ? "" : clientId;
+                if (secondLookup.isNewRequest(principal.getName(), client)) {
+                    engine.onProduceRequest(principal.getName(), client);
+                }
             } catch (Throwable t) {
                 // Counting is best effort; never fail a request over it.
             }

@@ -56,6 +56,11 @@ final class QuotaEngine {
     static final long CONNECTION_LOOKBACK_MS = 60_000;
     /** Time constant of the average request size (bytes / requests, both faded). */
     static final long REQUEST_SIZE_AVERAGE_MS = 30_000;
+    /**
+     * For this long after the target falls to PAUSE, the shaped step-down (which keeps the first
+     * throttles within T_step) may stay above the PAUSE ceiling; after it, the ceiling caps every quota.
+     */
+    static final long CEILING_AFTER_MS = 30_000;
     /** Principals without a produce request for this long are forgotten (Kafka drops their sensors after 1 h). */
     static final long IDLE_PRINCIPAL_MS = 3_600_000;
 
@@ -298,6 +303,12 @@ final class QuotaEngine {
         return Double.isNaN(quota) ? defaultQuota : quota;
     }
 
+    /** The produce requests counted for {@code user} since it was first seen (tests). */
+    long countedRequests(String user) {
+        Principal principal = principals.get(user);
+        return principal == null ? 0 : principal.requests.sum();
+    }
+
     void addResetFlag(AtomicBoolean flag) {
         resetFlags.add(flag);
     }
@@ -498,6 +509,17 @@ final class QuotaEngine {
         int down = 0;
         double highest = Double.NaN;
         long windowMs = config.stepDownIntervalMs();
+        // Under PAUSE the ceilings are shared among the principals that produced in the last 60 s.
+        int pausedPrincipals = 0;
+        if (target < base && target <= config.pauseBytesPerSecond()) {
+            for (Principal principal : principals.values()) {
+                if (now - principal.lastRequestMs <= CONNECTION_LOOKBACK_MS) {
+                    pausedPrincipals++;
+                }
+            }
+        }
+        boolean ceilingInForce = target < base && target <= config.pauseBytesPerSecond()
+                && now - targetFellAtMs >= CEILING_AFTER_MS;
         for (Principal principal : principals.values()) {
             if (now - principal.lastRequestMs > IDLE_PRINCIPAL_MS) {
                 principals.remove(principal.name, principal);
@@ -505,7 +527,8 @@ final class QuotaEngine {
             }
             // What its sensor has: its own quota, or the default it was created with.
             double previous = Double.isNaN(principal.quota) ? defaultQuota : principal.quota;
-            double next = principalQuota(principal, target, rates, now, windowMs);
+            double next = principalQuota(principal, target, rates, now, windowMs, ceilingInForce,
+                    pausedPrincipals);
             principal.quota = next;
             if (Double.compare(next, previous) != 0) {
                 changed++;
@@ -524,6 +547,10 @@ final class QuotaEngine {
         double defaultWanted = defaultLimiter.apply(defaultGoal, now);
         double previousDefault = defaultQuota;
         double nextDefault = PrincipalQuota.settle(previousDefault, defaultWanted, target, base);
+        if (ceilingInForce) {
+            nextDefault = Math.min(nextDefault, PauseCeiling.cap(config.pausePrincipalCeiling(),
+                    config.pauseBrokerCeiling(), pausedPrincipals + 1, 1, config.assumedRequestBytes(), windowMs, base));
+        }
         defaultLimiter.force(nextDefault, now);
         if (Double.compare(nextDefault, previousDefault) != 0) {
             defaultQuota = nextDefault; // publish before raising the flags
@@ -553,8 +580,13 @@ final class QuotaEngine {
     }
 
     /** One principal's quota at this tick. */
+    /**
+     * @param ceilingInForce the PAUSE ceiling caps the quota (false in OPEN and THROTTLE, and in the
+     *                       first CEILING_AFTER_MS of a PAUSE, when it caps only the goal and the rise)
+     * @param pausedPrincipals principals that share the broker's PAUSE ceiling (0 unless PAUSE)
+     */
     private double principalQuota(Principal principal, double target, Map<String, Double> rates, long now,
-                                  long windowMs) {
+                                  long windowMs, boolean ceilingInForce, int pausedPrincipals) {
         double base = config.baseBytesPerSecond();
         long count = principal.requests.sum();
         principal.clients.values().removeIf(seen -> now - seen > CONNECTION_LOOKBACK_MS);
@@ -588,6 +620,9 @@ final class QuotaEngine {
         double floor = PrincipalQuota.floor(base, config.pauseBytesPerSecond(), principal.connections, requestBytes,
                 config.pauseThrottleMs());
         double goal = target >= base ? base : Math.max(target, floor);
+        double cap = pausedPrincipals == 0 ? base : PauseCeiling.cap(config.pausePrincipalCeiling(),
+                config.pauseBrokerCeiling(), pausedPrincipals, principal.connections, requestBytes, windowMs, base);
+        goal = Math.min(goal, cap);
         if (principal.limiter == null) {
             // Its sensor was created with the default quota: start from the default's history.
             principal.limiter = defaultLimiter.copy();
@@ -600,9 +635,14 @@ final class QuotaEngine {
             // Fall with the window, do not rise with bursts, but rise when the bytes in the window
             // would otherwise earn a throttle over T_max (more connections than client ids seen).
             wanted = Math.max(PrincipalQuota.noRise(current, wanted, goal),
-                    PrincipalQuota.shaped(goal, base, bytesInWindow, windowMs, config.maxThrottleMs()));
+                    Math.min(cap, PrincipalQuota.shaped(goal, base, bytesInWindow, windowMs, config.maxThrottleMs())));
         }
         double next = PrincipalQuota.settle(current, wanted, target, base);
+        if (ceilingInForce) {
+            // The disk wins over the throttle bounds, but the quota halves at most once per window
+            // on its way to the ceiling: a jump would earn one throttle of bytesInWindow / cap - W.
+            next = Math.min(next, principal.limiter.peek(cap, now));
+        }
         principal.limiter.force(next, now);
         return next;
     }

@@ -60,6 +60,17 @@ final class StepDownLimiter {
         }
     }
 
+    /** What {@link #apply} would answer at {@code nowMs}, without recording it. */
+    double peek(double target, long nowMs) {
+        double ceiling = 0;
+        for (InForce value : history) {
+            if (value.untilMs > nowMs - intervalMs) {
+                ceiling = Math.max(ceiling, value.quota);
+            }
+        }
+        return history.isEmpty() ? target : Math.max(target, ceiling / maxRatio);
+    }
+
     /** The effective quota at {@code nowMs}, moving from the previous one towards {@code target}. */
     double apply(double target, long nowMs) {
         if (history.isEmpty()) {

@@ -31,6 +31,8 @@ record VolumeQuotaConfig(
         long maxThrottleMs,
         double assumedRequestBytes,
         double throttleFactorStep,
+        double pausePrincipalCeiling,
+        double pauseBrokerCeiling,
         java.util.List<String> warnings) {
 
     static final String PREFIX = "volume.quota.";
@@ -52,6 +54,8 @@ record VolumeQuotaConfig(
     static final String MAX_THROTTLE_MS = PREFIX + "max.throttle.ms";
     static final String ASSUMED_REQUEST_BYTES = PREFIX + "assumed.request.bytes";
     static final String THROTTLE_FACTOR_STEP = PREFIX + "throttle.factor.step";
+    static final String PAUSE_PRINCIPAL_CEILING = PREFIX + "pause.principal.max.bytes.per.second";
+    static final String PAUSE_BROKER_CEILING = PREFIX + "pause.broker.max.bytes.per.second";
 
     /** Kafka's own settings for the quota rate window; read so the step-down follows the broker's window. */
     static final String KAFKA_QUOTA_WINDOW_NUM = "quota.window.num";
@@ -115,6 +119,13 @@ record VolumeQuotaConfig(
     /** THROTTLE factors are rounded down to multiples of this, with half a step of hysteresis. */
     static final double DEFAULT_THROTTLE_FACTOR_STEP = 0.05;
     static final OnMissing DEFAULT_ON_MISSING = OnMissing.PAUSE;
+    /**
+     * The most one paused principal writes to a broker, whatever its number of client ids: 2 MiB/s
+     * keeps 32 connections of 1 MiB requests at a 16 s throttle (N r / ceiling).
+     */
+    static final double DEFAULT_PAUSE_PRINCIPAL_CEILING = 2 * 1024 * 1024;
+    /** The most all paused principals together write to a broker, shared equally among them. */
+    static final double DEFAULT_PAUSE_BROKER_CEILING = 8 * 1024 * 1024;
 
     /** What to apply when there is no valid decision (missing, garbled, unknown schema, expired). */
     enum OnMissing { PAUSE, OPEN }
@@ -158,11 +169,21 @@ record VolumeQuotaConfig(
         if (factorStep > 0.5) {
             throw new ConfigException(THROTTLE_FACTOR_STEP, factorStep, "must be in (0, 0.5]");
         }
+        double principalCeiling = positiveNumber(configs, PAUSE_PRINCIPAL_CEILING, DEFAULT_PAUSE_PRINCIPAL_CEILING);
+        if (principalCeiling < pause) {
+            throw new ConfigException(PAUSE_PRINCIPAL_CEILING, principalCeiling,
+                    "must not be smaller than " + PAUSE_BYTES_PER_SECOND + " (" + pause + ")");
+        }
+        double brokerCeiling = positiveNumber(configs, PAUSE_BROKER_CEILING, DEFAULT_PAUSE_BROKER_CEILING);
+        if (brokerCeiling < pause) {
+            throw new ConfigException(PAUSE_BROKER_CEILING, brokerCeiling,
+                    "must not be smaller than " + PAUSE_BYTES_PER_SECOND + " (" + pause + ")");
+        }
         java.util.List<String> warnings = new java.util.ArrayList<>();
         Set<String> excluded = excludedUserNames(configs, warnings);
         return new VolumeQuotaConfig(source, path, topic, consumer, base, pause, ratio, windowNum * windowSeconds * 1000L,
                 excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
-                maxThrottle, assumedRequest, factorStep, java.util.List.copyOf(warnings));
+                maxThrottle, assumedRequest, factorStep, principalCeiling, brokerCeiling, java.util.List.copyOf(warnings));
     }
 
     private static String requiredString(Map<String, ?> configs, String key) {

@@ -134,7 +134,7 @@ class PauseBoundSimulationTest {
                 }
                 clock.setMillis((long) nextSend[who]);
                 long now = clock.millis();
-                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, requestBytes, now);
+                int throttle = KafkaApisProduce.produce(manager, session, "producer-" + who, requestBytes, now);
                 sends.add(new long[] {now, requestBytes});
                 nextSend[who] = Math.max(nextSend[who] + interval, now + (double) Math.max(0, throttle));
             }
@@ -206,6 +206,7 @@ class PauseBoundSimulationTest {
         Map<String, Object> config = TestSupport.baseConfig(file);
         config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "3600000"); // the simulation polls itself
         config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND); // the default floor, 256 KiB/s
+        TestSupport.withoutPauseCeiling(config); // the throttle bounds where no ceiling binds
         for (String key : new String[] {VolumeQuotaConfig.STEP_DOWN_THROTTLE_MS, VolumeQuotaConfig.PAUSE_THROTTLE_MS,
             VolumeQuotaConfig.MAX_THROTTLE_MS}) {
             if (System.getProperty(key) != null) { // for sweeps: -Dvolume.quota.pause.throttle.ms=...
@@ -270,7 +271,7 @@ class PauseBoundSimulationTest {
                     nextTick += TICK_MS;
                     continue;
                 }
-                int throttle = manager.recordAndGetThrottleTimeMs(session,
+                int throttle = KafkaApisProduce.produce(manager, session,
                         sharedClientId ? "perf-producer-client" : "producer-" + who, requestBytes, now);
                 sends.add(new long[] {now, requestBytes});
                 maxThrottle = Math.max(maxThrottle, throttle);
@@ -536,6 +537,7 @@ class PauseBoundSimulationTest {
         config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "3600000");
         config.put(VolumeQuotaConfig.BASE_BYTES_PER_SECOND, String.valueOf((long) base));
         config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND);
+        TestSupport.withoutPauseCeiling(config); // the throttle bounds where no ceiling binds
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock, clock::millis, new JmxObservedRates());
         callback.configure(config);
         Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimTime(clock), true,
@@ -598,7 +600,7 @@ class PauseBoundSimulationTest {
                 if (now >= openAt - 30_000 && now < openAt) {
                     pausedBytes += request;
                 }
-                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-" + who, request, now);
+                int throttle = KafkaApisProduce.produce(manager, session, "producer-" + who, request, now);
                 maxThrottle = Math.max(maxThrottle, throttle);
                 mutedUntil[who] = now + Math.max(0, throttle);
             }

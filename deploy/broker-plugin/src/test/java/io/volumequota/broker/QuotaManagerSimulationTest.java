@@ -106,6 +106,7 @@ class QuotaManagerSimulationTest {
         Map<String, Object> config = TestSupport.baseConfig(file);
         config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "3600000"); // the simulation reloads itself
         config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND); // the default floor
+        TestSupport.withoutPauseCeiling(config); // the throttle bounds where no ceiling binds
         config.putAll(extraConfig);
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock);
         callback.configure(config);
@@ -146,7 +147,7 @@ class QuotaManagerSimulationTest {
                     nextTick += TICK_MS;
                     continue;
                 }
-                int throttle = manager.recordAndGetThrottleTimeMs(session, "producer-1", requestBytes, now);
+                int throttle = KafkaApisProduce.produce(manager, session, "producer-1", requestBytes, now);
                 sends.add(new long[] {now, requestBytes});
                 maxThrottle = Math.max(maxThrottle, throttle);
                 nextSend = Math.max(next + requestBytes / wantedRate * 1000.0, now + (double) throttle);
@@ -313,7 +314,7 @@ class QuotaManagerSimulationTest {
                     InetAddress.getLoopbackAddress());
             int[] throttles = new int[requests];
             for (int i = 0; i < requests; i++) {
-                throttles[i] = manager.recordAndGetThrottleTimeMs(session, "c", requestBytes, clock.millis());
+                throttles[i] = KafkaApisProduce.produce(manager, session, "c", requestBytes, clock.millis());
                 clock.advance(Duration.ofMillis(1));
             }
             return throttles;
@@ -361,12 +362,12 @@ class QuotaManagerSimulationTest {
                     InetAddress.getLoopbackAddress());
             int publisherThrottle = 0;
             for (int i = 0; i < 100; i++) {
-                publisherThrottle += manager.recordAndGetThrottleTimeMs(publisher, "p", 1024 * 1024, clock.millis());
+                publisherThrottle += KafkaApisProduce.produce(manager, publisher, "p", 1024 * 1024, clock.millis());
                 clock.advance(Duration.ofMillis(10));
             }
             assertEquals(0, publisherThrottle, "100 MiB in 1 s while PAUSE: excluded, never throttled");
             assertEquals(Long.MAX_VALUE, manager.quota("publisher", "p").bound(), "null limit = no quota");
-            assertTrue(manager.recordAndGetThrottleTimeMs(alice, "a", 4 * 1024 * 1024, clock.millis()) > 0);
+            assertTrue(KafkaApisProduce.produce(manager, alice, "a", 4 * 1024 * 1024, clock.millis()) > 0);
             assertEquals(128 * 1024.0, manager.quota("alice", "a").bound(), "the floor set in TestSupport");
             assertNull(callback.quotaLimit(ClientQuotaType.FETCH,
                     Map.of("user", "alice", "client-id", "")));

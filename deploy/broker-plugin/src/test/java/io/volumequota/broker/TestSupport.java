@@ -88,6 +88,12 @@ final class TestSupport {
         return config;
     }
 
+    /** Ceilings no simulated principal reaches (1 TiB/s): the runs that measure the throttle bounds alone. */
+    static void withoutPauseCeiling(Map<String, Object> config) {
+        config.put(VolumeQuotaConfig.PAUSE_PRINCIPAL_CEILING, "1099511627776");
+        config.put(VolumeQuotaConfig.PAUSE_BROKER_CEILING, "1099511627776");
+    }
+
     /** Polls {@code condition} until it holds or {@code timeout} passes; returns whether it held. */
     static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();

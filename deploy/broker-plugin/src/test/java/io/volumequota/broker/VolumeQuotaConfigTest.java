@@ -86,6 +86,25 @@ class VolumeQuotaConfigTest {
     }
 
     @Test
+    void pauseCeilingsDefaultTo2And8MiBPerSecondAndMayNotFallBelowTheFloor() {
+        Map<String, Object> config = valid();
+        VolumeQuotaConfig parsed = VolumeQuotaConfig.parse(config);
+        assertEquals(2 * 1024 * 1024, parsed.pausePrincipalCeiling());
+        assertEquals(8 * 1024 * 1024, parsed.pauseBrokerCeiling());
+        config.put(VolumeQuotaConfig.PAUSE_PRINCIPAL_CEILING, "4194304");
+        config.put(VolumeQuotaConfig.PAUSE_BROKER_CEILING, "33554432");
+        parsed = VolumeQuotaConfig.parse(config);
+        assertEquals(4 * 1024 * 1024, parsed.pausePrincipalCeiling());
+        assertEquals(32 * 1024 * 1024, parsed.pauseBrokerCeiling());
+        config.put(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND, "262144");
+        config.put(VolumeQuotaConfig.PAUSE_PRINCIPAL_CEILING, "262143");
+        rejected(config, VolumeQuotaConfig.PAUSE_PRINCIPAL_CEILING);
+        config.put(VolumeQuotaConfig.PAUSE_PRINCIPAL_CEILING, "262144");
+        config.put(VolumeQuotaConfig.PAUSE_BROKER_CEILING, "100000");
+        rejected(config, VolumeQuotaConfig.PAUSE_BROKER_CEILING);
+    }
+
+    @Test
     void pauseFloorMustBePositiveAndNotAboveBase() {
         Map<String, Object> config = valid();
         config.put(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND, "0");
