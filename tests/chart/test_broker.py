@@ -30,6 +30,8 @@ def test_the_broker_loads_the_volume_quota_callback(default_manifests: list[Mani
     assert properties["volume.quota.decision.path"] == "/var/run/volume-quota/decision.json"
     assert properties["volume.quota.produce.base.bytes.per.second"] == "10485760"
     assert properties["volume.quota.pause.bytes.per.second"] == "262144"
+    assert properties["volume.quota.pause.principal.max.bytes.per.second"] == "2097152"
+    assert properties["volume.quota.pause.broker.max.bytes.per.second"] == "8388608"
     assert properties["volume.quota.max.step.down.ratio"] == "2"
     assert properties["volume.quota.reload.interval.ms"] == "250"
     assert properties["volume.quota.on.missing"] == "PAUSE"

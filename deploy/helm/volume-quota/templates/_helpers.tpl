@@ -393,6 +393,11 @@ PrometheusRule. Never without the callback (quota.enabled).
 {{- if gt (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond) -}}
 {{- fail (printf "quota.pauseBytesPerSecond (%d) must not exceed quota.produceBaseBytesPerSecond (%d)" (int64 .Values.quota.pauseBytesPerSecond) (int64 .Values.quota.produceBaseBytesPerSecond)) -}}
 {{- end -}}
+{{- range $ceiling := list "pausePrincipalMaxBytesPerSecond" "pauseBrokerMaxBytesPerSecond" -}}
+{{- if lt (int64 (index $.Values.quota $ceiling)) (int64 $.Values.quota.pauseBytesPerSecond) -}}
+{{- fail (printf "quota.%s (%d) must not be below quota.pauseBytesPerSecond (%d): the PAUSE ceiling bounds the floor from above" $ceiling (int64 (index $.Values.quota $ceiling)) (int64 $.Values.quota.pauseBytesPerSecond)) -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.kafka.enabled -}}
 {{- $gcLogMiB := mul (add1 (int .Values.kafka.gcLog.fileCount)) (int .Values.kafka.gcLog.fileSizeMiB) -}}
 {{- if gt (int $gcLogMiB) 512 -}}

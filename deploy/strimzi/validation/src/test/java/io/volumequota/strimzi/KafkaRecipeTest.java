@@ -58,6 +58,10 @@ class KafkaRecipeTest {
             long base = Long.parseLong(config.get("volume.quota.produce.base.bytes.per.second"));
             long floor = Long.parseLong(config.get("volume.quota.pause.bytes.per.second"));
             assertTrue(0 < floor && floor <= base, "the PAUSE floor is > 0 and <= base");
+            for (String ceiling : List.of("volume.quota.pause.principal.max.bytes.per.second",
+                    "volume.quota.pause.broker.max.bytes.per.second")) {
+                assertTrue(Long.parseLong(config.get(ceiling)) >= floor, ceiling + " is at least the floor");
+            }
             // Strimzi's own quota plugin would set client.quota.callback.class itself.
             assertNull(kafka(route).getQuotas(), "spec.kafka.quotas must stay unset");
             assertEquals("SSL", config.get("volume.quota.decision.consumer.security.protocol"));
