@@ -124,7 +124,9 @@ def test_a_pause_floor_above_the_base_is_refused() -> None:
     assert "quota.pauseBytesPerSecond (20971520) must not exceed" in message
 
 
-@pytest.mark.parametrize("ceiling", ["pausePrincipalMaxBytesPerSecond", "pauseBrokerMaxBytesPerSecond"])
+@pytest.mark.parametrize(
+    "ceiling", ["pausePrincipalMaxBytesPerSecond", "pauseBrokerMaxBytesPerSecond"]
+)
 def test_a_pause_ceiling_below_the_floor_is_refused(ceiling: str) -> None:
     message = _refusal({f"quota.{ceiling}": "131072"})
     assert f"quota.{ceiling} (131072) must not be below quota.pauseBytesPerSecond" in message
