@@ -15,6 +15,7 @@ import gc
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 
@@ -281,9 +282,10 @@ class DecisionService:
                 gc.enable()
 
     def _apply(self, record: TopicRecord) -> None:
-        if not self._signed_well_enough(record):
-            return
         event = interpret_message(record.key, record.value)
+        signed_at = event.snapshot_at if isinstance(event, VolumeSnapshot) else None
+        if not self._signed_well_enough(record, signed_at):
+            return
         if isinstance(event, VolumeSnapshot):
             received_at = self._clock.wall()
             if self.state.apply_snapshot(event, received_at):
@@ -314,13 +316,18 @@ class DecisionService:
                 reason=event.describe(),
             )
 
-    def _signed_well_enough(self, record: TopicRecord) -> bool:
+    def _signed_well_enough(self, record: TopicRecord, signed_at: datetime | None) -> bool:
         """Check the signature unless the mode is ACCEPT; False rejects the record (REQUIRE)."""
         policy = self._signatures
         if policy.mode is SignatureMode.ACCEPT or policy.trust is None:
             return True
         check = check_signature(
-            record.key, record.value, record.headers, policy.trust, self._clock.wall()
+            record.key,
+            record.value,
+            record.headers,
+            policy.trust,
+            self._clock.wall(),
+            signed_at=signed_at,
         )
         self._metrics.signature_checks.labels(outcome=check.outcome.value).inc()
         if check.trusted:

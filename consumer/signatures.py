@@ -123,9 +123,18 @@ def check_signature(
     headers: Sequence[tuple[str, bytes | None]],
     trust: SignatureTrust,
     now: datetime,
+    *,
+    signed_at: datetime | None = None,
 ) -> SignatureCheck:
-    """Whether the message ``key``/``value`` was signed by someone who may speak for its broker."""
-    verified = verify_signed_message(key, value, headers, trust.ca_certificates, now)
+    """Whether the message ``key``/``value`` was signed by someone who may speak for its broker.
+
+    ``signed_at`` is the instant the message says it was made (a snapshot's ``snapshotAt``): the
+    certificates are judged then, if it is earlier than ``now``. A breach signed before its
+    broker's certificate expired keeps counting after a restart; an expired key can only vouch
+    for something dated before it expired, which is stale by then (the rule never lets a stale
+    "fine" open the cluster for a live broker)."""
+    at = now if signed_at is None else min(now, signed_at)
+    verified = verify_signed_message(key, value, headers, trust.ca_certificates, at)
     if isinstance(verified, SignatureCheck):
         return verified
     signer = verified.subject.rfc4514_string()

@@ -279,6 +279,35 @@ def test_required_signatures_reject_a_forged_all_clear_and_keep_the_breach() -> 
     assert harness.metric("volume_quota_snapshot_signature_checks_total", outcome="unsigned") == 1
 
 
+def test_a_breach_signed_before_its_certificate_expired_still_counts_after_a_restart() -> None:
+    """A breach outlives its broker, also when the broker's certificate expired since: a decider
+    that restarts judges each signature at the instant the snapshot says it was signed."""
+    authority = TestCertificateAuthority()
+    signers = {}
+    for broker_id, lifetime in ((0, timedelta(days=30)), (1, timedelta(days=30)), (2, None)):
+        key = ec.generate_private_key(ec.SECP256R1())
+        valid_for = lifetime or timedelta(minutes=1)
+        certificate = authority.certify(key.public_key(), f"kafka-{broker_id}", valid_for)
+        signers[broker_id] = SnapshotSigner(key, certificate.public_bytes(Encoding.DER))
+    signed_at = datetime.now(UTC)
+    restart = signed_at + timedelta(days=1)
+    breach = signed_record(signers[2], 2, 80, signed_at)
+    fresh = [signed_record(signers[b], b, 900, restart) for b in (0, 1)]
+    trust = SignatureTrust([authority.certificate], broker_identities=["CN=kafka-{broker}"])
+    harness = Harness([breach, *fresh], signatures=SignaturePolicy(SignatureMode.REQUIRE, trust))
+    harness.now = restart + timedelta(seconds=1)
+    harness.live = frozenset({0, 1})  # broker 2 is down, its certificate expired meanwhile
+    decision = harness.service.step()
+    assert decision.state is QuotaState.PAUSE
+    assert not decision.caused_by_missing_data
+    assert harness.metric("volume_quota_snapshot_signature_checks_total", outcome="valid") == 3
+    # The expired certificate cannot vouch for anything dated after it expired.
+    harness.topic.pending.append(signed_record(signers[2], 2, 900, harness.now))
+    assert harness.service.step().state is QuotaState.PAUSE
+    expired = "expired_certificate"
+    assert harness.metric("volume_quota_snapshot_signature_checks_total", outcome=expired) == 1
+
+
 def test_warn_counts_a_bad_signature_but_uses_the_snapshot() -> None:
     harness, signers = signature_harness(SignatureMode.WARN)
     assert harness.service.step().state is QuotaState.PAUSE

@@ -111,6 +111,21 @@ def test_an_expired_certificate_is_refused() -> None:
     assert outcome(headers) is SignatureOutcome.EXPIRED_CERTIFICATE
 
 
+def test_a_signature_is_judged_at_the_instant_the_message_claims_if_that_is_earlier() -> None:
+    headers = signer("kafka-2", valid_for=dt.timedelta(minutes=1)).headers(b"2", FULL)
+    signed_at = dt.datetime.now(dt.UTC)
+    later = signed_at + dt.timedelta(days=1)
+    at_signing = check_signature(b"2", FULL, headers, TRUST, later, signed_at=signed_at)
+    assert at_signing.outcome is SignatureOutcome.VALID
+    claimed_later = check_signature(b"2", FULL, headers, TRUST, later, signed_at=later)
+    assert claimed_later.outcome is SignatureOutcome.EXPIRED_CERTIFICATE
+    # A date in the future never stretches a certificate's life.
+    ahead = check_signature(
+        b"2", FULL, headers, TRUST, later, signed_at=later + dt.timedelta(days=1)
+    )
+    assert ahead.outcome is SignatureOutcome.EXPIRED_CERTIFICATE
+
+
 def test_garbage_in_the_headers_is_malformed_never_an_exception() -> None:
     headers = [(SIGNATURE_HEADER, b"\x00" * 64), (SIGNER_HEADER, b"not a certificate")]
     assert outcome(headers) is SignatureOutcome.MALFORMED
