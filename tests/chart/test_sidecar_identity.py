@@ -14,7 +14,12 @@ from typing import cast
 
 import pytest
 
-from consumer.signatures import SignatureMode, SignatureOutcome, check_signature
+from consumer.signatures import (
+    SignatureMode,
+    SignatureOutcome,
+    check_operator_signature,
+    check_signature,
+)
 from schemas.snapshot import snapshot_key
 from tests.chart.chart_tools import (
     RELEASE,
@@ -29,7 +34,7 @@ from tests.chart.chart_tools import (
 from tests.kubernetes.control_plane import CertificateAuthority
 from volume_quota.certificate_files import TlsFiles, load_signer
 from volume_quota.config.commands import StatusSettings
-from volume_quota.daemons.decider import signature_policy
+from volume_quota.daemons.decider import override_policy, signature_policy
 
 FULLNAME = f"{RELEASE}-volume-quota"
 NAMESPACE = "kafka"
@@ -211,3 +216,38 @@ def test_an_operator_identity_may_sign_for_every_broker_when_given() -> None:
         )
     )
     assert env["VOLUME_QUOTA_CLUSTER_SIGNERS"] == "CN=kafka-admin"
+
+
+def test_only_the_operator_identity_sets_an_override_under_the_charts_settings(
+    rendered_trust_env: CertificateAuthority, tmp_path: Path
+) -> None:
+    """Overrides are require by default: a record signed by a sidecar's certificate (which has
+    WRITE on nothing but may be stolen from a pod) or unsigned never takes effect; one signed
+    by the documented operator certificate (CN=kafka-admin) does."""
+    policy = override_policy(StatusSettings())
+    assert policy.mode is SignatureMode.REQUIRE
+    now = datetime.now(UTC)
+    value = b'{"action": "OPEN"}'
+
+    def signed_by(common_name: str) -> SignatureOutcome:
+        certificate, private_key = rendered_trust_env.issue(common_name, client=True)
+        files = TlsFiles(tmp_path / "ca.crt", tmp_path / "op.crt", tmp_path / "op.key")
+        files.certificate_file.write_bytes(certificate)
+        files.key_file.write_bytes(private_key)
+        headers = list(load_signer(files).headers(b"cluster", value))
+        return check_operator_signature(
+            b"cluster",
+            value,
+            headers,
+            ca_certificates=policy.ca_certificates,
+            operators=policy.operators,
+            now=now,
+        ).outcome
+
+    assert signed_by("kafka-admin") is SignatureOutcome.VALID
+    assert signed_by("volume-quota-sidecar") is SignatureOutcome.WRONG_IDENTITY
+
+
+def test_require_for_overrides_without_an_operator_identity_is_refused() -> None:
+    with pytest.raises(HelmError, match="overrideSignatures=require needs"):
+        render(settings={"sidecar.overrideSigners": ""})

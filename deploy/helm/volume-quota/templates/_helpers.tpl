@@ -161,6 +161,12 @@ secret:
 - name: VOLUME_QUOTA_CLUSTER_SIGNERS
   value: {{ . | quote }}
 {{- end }}
+- name: VOLUME_QUOTA_OVERRIDE_SIGNATURES
+  value: {{ .Values.sidecar.overrideSignatures | quote }}
+{{- with .Values.sidecar.overrideSigners }}
+- name: VOLUME_QUOTA_OVERRIDE_SIGNERS
+  value: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{- define "volume-quota.aclJobTlsSecret" -}}
@@ -444,6 +450,9 @@ PrometheusRule. Never without the callback (quota.enabled).
 {{- end -}}
 {{- if and $tls.perBroker.enabled (not $tls.volume) -}}
 {{- $_ := include "volume-quota.sidecarDnsName" . -}}
+{{- end -}}
+{{- if and (eq .Values.sidecar.overrideSignatures "require") (not .Values.sidecar.overrideSigners) -}}
+{{- fail "sidecar.overrideSignatures=require needs sidecar.overrideSigners: the operator identities whose signed overrides take effect (e.g. CN=kafka-admin); otherwise no override could ever be set" -}}
 {{- end -}}
 {{- if and (ne .Values.sidecar.snapshotSignatures "accept") (not (include "volume-quota.signerIdentities" .)) -}}
 {{- fail (printf "sidecar.snapshotSignatures=%s in attach mode needs sidecar.signerIdentities: who may sign for broker {broker}, e.g. DNS:<broker pod prefix>-{broker}.<headless service>.<namespace>.svc.cluster.local" .Values.sidecar.snapshotSignatures) -}}
