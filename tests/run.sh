@@ -51,4 +51,4 @@ for path in tests/*/ tests/test_*.py; do
     path="${path%/}"
     [[ " ${fast[*]} " == *" $path "* ]] || slow+=("$path")
 done
-python3 -m pytest "${slow[@]}" "$@"
+python3 -m pytest --durations=40 "${slow[@]}" "$@"
