@@ -6,12 +6,12 @@ Where a block runs is what its section's heading says: under a heading naming th
 it runs here, in this checkout (it builds the callback jar and the wheels); every other block
 runs as root on the broker host, from its copy of the checkout (this checkout, mounted
 read-only). The one section that tells the user to edit the settings is done as a user would:
-the bootstrap address and the metrics port in /etc/volume-quota/sidecar.env, and the sidecar's
-certificate files in /etc/volume-quota/tls.
+the bootstrap address, the metrics port and the operators' certificate subject in
+/etc/volume-quota/sidecar.env, and the sidecar's certificate files in /etc/volume-quota/tls.
 
 Then: both units are active, the sidecar's snapshot is on the topic (read here, over mTLS), the
 decision file decodes with the project's schema and only the broker's group may read it, the
-broker loaded the callback and logs the decision it applies, an operator's override reaches the
+broker loaded the callback and logs the decision it applies, an operator's signed override reaches the
 decision and the broker, a restart of the sidecar never leaves a missing, torn or expired
 decision file, and the sidecar's journal is JSON lines.
 """
@@ -181,12 +181,17 @@ def kafka_host(tmp_path: Path) -> Iterator[tuple[KafkaHost, KafkaHostFiles]]:
 
 def edit_the_settings_as_a_user(host: KafkaHost, files: KafkaHostFiles) -> None:
     """What the README's editing step asks for, and nothing else: this broker's address, a free
-    metrics port on this (shared, host-network) machine, and the certificate files."""
+    metrics port on this (shared, host-network) machine, the operators' certificate subject,
+    and the certificate files."""
+    operator = x509.load_pem_x509_certificate(
+        files.pki.identity(ADMIN).cert.read_bytes()
+    ).subject.rfc4514_string()
     host.shell(
         "sed -i"
         f" -e 's|^VOLUME_QUOTA_BOOTSTRAP_SERVERS=.*|VOLUME_QUOTA_BOOTSTRAP_SERVERS="
         f"{files.bootstrap_servers}|'"
         f" -e 's|^VOLUME_QUOTA_METRICS_PORT=.*|VOLUME_QUOTA_METRICS_PORT={files.metrics_port}|'"
+        f" -e 's|^VOLUME_QUOTA_OVERRIDE_SIGNERS=.*|VOLUME_QUOTA_OVERRIDE_SIGNERS={operator}|'"
         " /etc/volume-quota/sidecar.env\n"
         "install -m 0640 -g volume-quota"
         f" {SETUP_DIR}/sidecar-tls/ca.crt {SETUP_DIR}/sidecar-tls/tls.crt"
