@@ -11,9 +11,9 @@ the bootstrap address, the metrics port and the operators' certificate subject i
 
 Then: both units are active, the sidecar's snapshot is on the topic (read here, over mTLS), the
 decision file decodes with the project's schema and only the broker's group may read it, the
-broker loaded the callback and logs the decision it applies, an operator's signed override reaches the
-decision and the broker, a restart of the sidecar never leaves a missing, torn or expired
-decision file, and the sidecar's journal is JSON lines.
+broker loaded the callback and logs the decision it applies, an operator's signed override
+reaches the decision and the broker, a restart of the sidecar never leaves a missing, torn or
+expired decision file, and the sidecar's journal is JSON lines.
 """
 
 from __future__ import annotations
