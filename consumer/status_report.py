@@ -12,6 +12,7 @@ from consumer.cluster_state import ClusterState
 from consumer.limits import judge_volume
 from consumer.overrides import RefusedOverride
 from consumer.reasons import human_bytes
+from consumer.topic_status import VolumeTopicsStatus, render_volume_topics
 from schemas.decision import QuotaDecision, QuotaState, ReasonKind
 from schemas.wire_types import WireModel
 
@@ -46,6 +47,18 @@ class ClusterStatus(WireModel):
     volumes: list[VolumeStatus]
     refused_overrides: list[RefusedOverrideStatus] = Field(
         default_factory=list, alias="refusedOverrides"
+    )
+    topics: list[VolumeTopicsStatus] = Field(
+        default_factory=list,
+        description="The top topics of each volume shown (see consumer.topic_status).",
+    )
+    usage_refused: dict[str, int] = Field(
+        default_factory=dict,
+        alias="usageRefused",
+        description="Usage records not used, by reason (signature or decoding).",
+    )
+    usage_problem: str | None = Field(
+        None, alias="usageProblem", description="Why topic usage or configs could not be read."
     )
 
 
@@ -136,7 +149,17 @@ def render_status_table(status: ClusterStatus) -> str:
     if status.refused_overrides:
         summary.append("refused override records (never took effect):")
         summary.extend(_refusal_line(refusal) for refusal in status.refused_overrides)
-    return table + "\n\n" + "\n".join(summary) + "\n"
+    text = table + "\n\n" + "\n".join(summary) + "\n"
+    if status.topics:
+        text += "\n" + render_volume_topics(status.topics) + "\n"
+    if status.usage_refused:
+        refused = ", ".join(
+            f"{reason} {count}" for reason, count in sorted(status.usage_refused.items())
+        )
+        text += f"\nusage records refused: {refused}\n"
+    if status.usage_problem:
+        text += f"\ntopic usage: {status.usage_problem}\n"
+    return text
 
 
 def _refusal_line(refusal: RefusedOverrideStatus) -> str:

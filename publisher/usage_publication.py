@@ -4,7 +4,9 @@ Every ``interval`` it walks the log dirs (``survey``), builds the document, sign
 snapshot and sends it with its own producer to the usage topic, waiting for the delivery report
 at most the delivery timeout. It shares nothing with the snapshot path but the process: its own
 thread, producer and topic check, so a slow walk, a missing ACL or an unreachable usage topic
-never delays a snapshot nor fails ``/readyz``. Every failure is logged and counted
+never delays a snapshot nor fails ``/readyz``. It keeps the history of its surveys in memory
+(``publisher.usage_history``) to publish each topic's growth: a restart starts it again, and the
+documents then state the shorter span they measured. Every failure is logged and counted
 (``volume_quota_usage_failures_total{stage}``); the thread never dies of one.
 """
 
@@ -22,7 +24,8 @@ from publisher.publication_core import ClientIssue
 from publisher.publication_loop import Credentials
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_usage import VolumeTopicUsage
-from publisher.usage_document import build_usage_document
+from publisher.usage_document import build_usage_document, measured_topics
+from publisher.usage_history import UsageHistory
 from schemas.snapshot import snapshot_key
 
 log = structlog.get_logger(logger_name="volume_quota.publisher")
@@ -62,6 +65,7 @@ class UsagePublisher:
         self._topic_ready = topic_ready
         self._credentials = credentials
         self._sink: SnapshotSink | None = None
+        self._history = UsageHistory.empty()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="volume-quota-usage", daemon=True)
 
@@ -104,8 +108,9 @@ class UsagePublisher:
         try:
             summaries = self._survey()
             seconds = self._clock.monotonic() - started
+            self._history = self._history.record(started, measured_topics(summaries))
             document = build_usage_document(
-                self._schedule.broker_id, surveyed_at, seconds, summaries
+                self._schedule.broker_id, surveyed_at, seconds, summaries, self._history
             )
         except Exception as error:
             self._metrics.usage_failures.labels("survey").inc()

@@ -10,7 +10,9 @@ The document is bounded: ``MAX_USAGE_DOCUMENT_BYTES`` is the largest legal docum
 and checked by a test, and it fits ``schemas.decode.MAX_MESSAGE_BYTES`` and Kafka's default
 ``max.message.bytes``. Its fields are as strict as a snapshot's; unknown fields are ignored
 (additive changes keep the major version). For every volume,
-``sum(topics[].bytes) + other.bytes + unattributedBytes == totalBytes``.
+``sum(topics[].bytes) + other.bytes + unattributedBytes == totalBytes``. Each topic may state its
+growth over the last 15 minutes and 24 hours (``growth15m``, ``growth24h``: bytes and the span
+in seconds the sidecar measured it over, see ``publisher.usage_history``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Annotated, Final
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from schemas.snapshot import MAX_BROKER_ID, ByteCount
+from schemas.snapshot import MAX_BROKER_ID, MAX_BYTES, ByteCount
 from schemas.wire_types import Instant, WireModel
 
 USAGE_SCHEMA_VERSION: Final = 1
@@ -41,6 +43,22 @@ MAX_USAGE_DOCUMENT_BYTES: Final = 1_000_000
 """No legal document is larger (``tests/schemas/test_usage.py`` builds the largest)."""
 
 Count = Annotated[int, Field(ge=0, le=MAX_PARTITIONS, strict=True)]
+MAX_GROWTH_SECONDS: Final = 86400.0
+
+
+class Growth(WireModel):
+    """How much a topic grew on the volume over a stated span, as the sidecar measured it."""
+
+    bytes: int = Field(
+        ge=-MAX_BYTES,
+        le=MAX_BYTES,
+        strict=True,
+        description="Bytes now minus bytes at the start of the span (negative: the topic shrank).",
+    )
+    seconds: Annotated[float, Field(ge=0, le=MAX_GROWTH_SECONDS, strict=True)] = Field(
+        description="The span the growth covers: the window asked for, or less when the "
+        "sidecar has not surveyed that long (it keeps its history in memory)."
+    )
 
 
 class TopicUsage(WireModel):
@@ -71,6 +89,17 @@ class TopicUsage(WireModel):
         default=None,
         alias="oldestSegmentAt",
         description="Modification time of the oldest segment of the topic on this volume.",
+    )
+    growth_15m: Growth | None = Field(
+        default=None,
+        alias="growth15m",
+        description="Growth over the last 15 minutes (or the shorter span stated); absent "
+        "before the second survey that names the topic.",
+    )
+    growth_24h: Growth | None = Field(
+        default=None,
+        alias="growth24h",
+        description="Growth over the last 24 hours (or the shorter span stated).",
     )
 
 

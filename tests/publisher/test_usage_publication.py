@@ -191,3 +191,31 @@ def test_a_client_issue_is_only_logged() -> None:
     publisher, _ = make(sink)
     publisher._client_issue(ClientIssue("_SSL", "handshake", disconnecting=True, fatal=False))
     assert sink.sent == []
+
+
+def test_the_second_document_carries_the_growth_since_the_first_with_its_span() -> None:
+    sizes = iter([4000, 4600])
+
+    def growing() -> list[VolumeTopicUsage]:
+        orders = TopicTotals("orders", next(sizes), 2, 100, 0, 1_700_000_000.0)
+        return [
+            VolumeTopicUsage(
+                "/dev/a", orders.bytes + 100, (orders,), OtherTopics(1, 90, 1, 5, 0), 10
+            )
+        ]
+
+    sink = FakeSink(StepClock())
+    publisher, _ = make(sink, survey=growing)
+    assert publisher.publish_once()
+    sink.clock.seconds += 60.0
+    assert publisher.publish_once()
+    first, second = (decode_usage(value or b"", key) for key, value, _ in sink.sent)
+    assert isinstance(first, TopicUsageDocument)
+    assert isinstance(second, TopicUsageDocument)
+    assert first.volumes[0].topics[0].growth_15m is None
+    topic = second.volumes[0].topics[0]
+    assert topic.growth_15m is not None
+    assert topic.growth_24h is not None
+    assert topic.growth_15m.bytes == 600
+    assert topic.growth_15m.seconds > 60.0
+    assert topic.growth_24h == topic.growth_15m

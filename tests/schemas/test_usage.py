@@ -96,6 +96,33 @@ def _refused(document: dict[str, Any]) -> str:
     return decoded.describe()
 
 
+def test_growth_is_optional_and_states_its_span() -> None:
+    grown = topic(
+        growth15m={"bytes": -300, "seconds": 600.5}, growth24h={"bytes": 9, "seconds": 60}
+    )
+    decoded = decode_usage(encode(usage_document(3, usage_volume("/dev/a", grown))), b"3")
+    assert isinstance(decoded, TopicUsageDocument)
+    growth = decoded.volumes[0].topics[0].growth_15m
+    assert growth is not None
+    assert (growth.bytes, growth.seconds) == (-300, 600.5)
+    assert b'"growth24h":{"bytes":9,"seconds":60.0}' in decoded.to_json_bytes()
+
+
+@pytest.mark.parametrize(
+    "growth",
+    [
+        {"bytes": 1, "seconds": -1},
+        {"bytes": 1, "seconds": 86401},
+        {"bytes": 1.5, "seconds": 60},
+        {"bytes": MAX_BYTES + 1, "seconds": 60},
+        {"bytes": 1},
+    ],
+)
+def test_growth_fields_are_strict(growth: dict[str, Any]) -> None:
+    grown = topic(growth15m=growth)
+    assert "invalid_field" in _refused(usage_document(3, usage_volume("/dev/a", grown)))
+
+
 def test_parts_that_do_not_add_up_to_the_total_are_refused() -> None:
     document = usage_document()
     document["volumes"][0]["totalBytes"] += 1
@@ -152,6 +179,8 @@ def largest_legal_document() -> TopicUsageDocument:
                 activeSegmentBytes=MAX_BYTES,
                 transientBytes=MAX_BYTES,
                 oldestSegmentAt="2999-12-31T23:59:59.999Z",
+                growth15m={"bytes": -MAX_BYTES, "seconds": 86399.99999999999},
+                growth24h={"bytes": -MAX_BYTES, "seconds": 86399.99999999999},
             )
             for position in range(MAX_TOPICS_PER_VOLUME)
         ]

@@ -1,4 +1,5 @@
-"""``volume-quota status``: every broker's volumes and the cluster decision, read live."""
+"""``volume-quota status``: every broker's volumes and the cluster decision, read live; and the
+top topics of the volumes that need them (the thin Kafka shell of ``consumer.topic_status``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import argparse
 import json
 import sys
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Any, Protocol
 
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 from prometheus_client import CollectorRegistry
 
 from consumer.clock import SystemClock
@@ -14,11 +21,30 @@ from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
 from consumer.override_follower import OverrideFollower
-from consumer.status_report import cluster_status, render_status_table, status_as_json
-from volume_quota.arguments import positive_seconds
+from consumer.snapshot_topic_reader import (
+    SnapshotTopicReader,
+    TopicRecord,
+    TopicUnavailableError,
+)
+from consumer.status_report import (
+    ClusterStatus,
+    cluster_status,
+    render_status_table,
+    status_as_json,
+)
+from consumer.topic_status import (
+    NOT_AUTHORIZED,
+    TopicConfigs,
+    UsageCollection,
+    topics_to_describe,
+    volume_topics,
+)
+from schemas.decision import QuotaState
+from volume_quota.arguments import positive_integer, positive_seconds
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
 from volume_quota.daemons.decider import KafkaClients, override_policy, signature_policy
-from volume_quota.logging_setup import configure_logging
+from volume_quota.kafka_client_config import consumer_config
+from volume_quota.logging_setup import configure_logging, with_client_logger
 
 DESCRIPTION = """\
 Read the snapshot topic from the beginning (as the consumer does), learn the live brokers, and
@@ -27,6 +53,26 @@ age) followed by the cluster decision and what drove it (an operator's override 
 the operator identity that signed it), and the latest override records that were refused and
 never took effect (not signed by an operator, setAt too far from their arrival: see
 override_signatures). Read-only: writes nothing.
+
+Which topic fills a volume: for every volume in THROTTLE or PAUSE (every volume with --topics),
+the largest topics its broker's sidecar measured (the usage topic, --usage-topic, read from the
+beginning; records checked like snapshots under snapshot_signatures, refused ones counted), with
+the topics' retention configs from one DescribeConfigs call:
+  TOPIC       the topic (--top-topics of them, largest first; the rest summed as "other")
+  BYTES       its allocated bytes on the volume, as du counts them
+  SHARE       BYTES as a percentage of the volume's capacity
+  GROWTH 15M  bytes gained (or lost, -) over the last 15 minutes, "/span": the span measured,
+  GROWTH 24H  and over the last 24 hours; shorter when the sidecar started more recently
+  RETENTION   what retention will do on this volume: "bounded at X" by retention.bytes (per
+              partition x partitions + a segment each), "steady at X" (about the growth rate x
+              retention.ms + a segment per partition, never less than it holds now),
+              "unbounded" (compact only, or retention.ms and retention.bytes both -1); for
+              tiered topics the local.retention.* values. "(fits in free space)" when what it
+              may still add fits the volume's free space, "(MORE THAN THE FREE SPACE)" when
+              not. "retention: unknown (not authorized to describe configs)" when this
+              identity may not DescribeConfigs the topic.
+This needs READ on the usage topic and DESCRIBE_CONFIGS on the topics shown; without them the
+volume table and the decision still print.
 """
 
 EPILOG = """\
@@ -34,6 +80,7 @@ examples:
   volume-quota status --bootstrap-servers kafka:9091 --tls-ca-file ca.crt \\
       --tls-cert-file user.crt --tls-key-file user.key
   volume-quota status --json ... | jq '.volumes[] | select(.state != "OPEN")'
+  volume-quota status --topics --top-topics 10 ...
 
 exit status: 0 when the topic was read and the live brokers learned, 1 when that did not
 happen within --timeout (what was read is still printed), 2 for bad configuration.
@@ -57,7 +104,130 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="SECONDS",
         help="give up catching up with the topic after this long (default: %(default)g)",
     )
+    parser.add_argument(
+        "--topics",
+        action="store_true",
+        help="show the top topics of every volume, not only of those in THROTTLE or PAUSE",
+    )
+    parser.add_argument(
+        "--top-topics",
+        type=positive_integer,
+        default=5,
+        metavar="N",
+        help="show this many largest topics per volume (default: %(default)s)",
+    )
     parser.set_defaults(run=run)
+
+
+class ConfigAdmin(Protocol):
+    def describe_configs(
+        self, resources: list[ConfigResource], **kwargs: Any
+    ) -> Mapping[ConfigResource, Future[Any]]: ...
+
+
+AUTHORIZATION_ERRORS = frozenset(
+    {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+)
+
+
+def describe_topic_configs(
+    admin: ConfigAdmin, topics: Sequence[str], timeout_seconds: float
+) -> TopicConfigs:
+    """Each topic's configs (name -> value) from one DescribeConfigs call, or why not."""
+    if not topics:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
+    answers: dict[str, Mapping[str, str | None] | str] = {}
+    try:
+        futures = admin.describe_configs(resources, request_timeout=timeout_seconds)
+    except Exception as error:
+        return dict.fromkeys(topics, f"configs not read: {error}")
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout=timeout_seconds)
+        except KafkaException as error:
+            kafka_error = error.args[0] if error.args else None
+            code = kafka_error.code() if isinstance(kafka_error, KafkaError) else None
+            answers[resource.name] = (
+                NOT_AUTHORIZED if code in AUTHORIZATION_ERRORS else f"configs not read: {error}"
+            )
+            continue
+        except Exception as error:
+            answers[resource.name] = f"configs not read: {error}"
+            continue
+        answers[resource.name] = {name: entry.value for name, entry in entries.items()}
+    return answers
+
+
+class UsageReader(Protocol):
+    def assign_from_beginning(self, timeout_seconds: float = ...) -> None: ...
+    @property
+    def caught_up(self) -> bool: ...
+    def poll(self, timeout_seconds: float, max_records: int = ...) -> Iterator[TopicRecord]: ...
+
+
+def read_usage(
+    reader: UsageReader,
+    usage: UsageCollection,
+    now: Callable[[], datetime],
+    timeout_seconds: float,
+) -> str | None:
+    """Read the usage topic from the beginning to the end it had, into ``usage``; None when
+    done, else why not (the documents read so far are kept)."""
+    clock = SystemClock()
+    deadline = clock.monotonic() + timeout_seconds
+    try:
+        reader.assign_from_beginning(timeout_seconds)
+        while not reader.caught_up:
+            if clock.monotonic() >= deadline:
+                return f"the usage topic was not read to its end within {timeout_seconds:g}s"
+            for record in reader.poll(0.2):
+                usage.apply(record.key, record.value, record.headers, now())
+    except TopicUnavailableError as error:
+        return str(error)
+    return None
+
+
+def _new_consumer(config: Mapping[str, Any]) -> Consumer:
+    return Consumer(dict(config))
+
+
+def _with_topics(
+    status: ClusterStatus, settings: StatusSettings, arguments: argparse.Namespace
+) -> ClusterStatus:
+    """``status`` with the top topics of the volumes shown: reads the usage topic and the
+    topics' configs (nothing when no volume is shown)."""
+    every = bool(arguments.topics)
+    if not every and all(row.state is QuotaState.OPEN for row in status.volumes):
+        return status
+    clock = SystemClock()
+    connection = settings.required_kafka_connection()
+    config: Mapping[str, Any] = with_client_logger(
+        consumer_config(connection, settings.broker_id, settings.consumer_group)
+    )
+    signatures = signature_policy(settings)
+    usage = UsageCollection(signatures.mode, signatures.trust)
+    reader = SnapshotTopicReader(_new_consumer, config, settings.usage_topic)
+    try:
+        problem = read_usage(reader, usage, clock.wall, arguments.timeout)
+    finally:
+        reader.close()
+    top = arguments.top_topics
+    names = topics_to_describe(status.volumes, usage.documents, every_volume=every, top=top)
+    configs: TopicConfigs = {}
+    if names:
+        admin = AdminClient({key: value for key, value in config.items() if key != "group.id"})
+        configs = describe_topic_configs(admin, names, min(arguments.timeout, 15.0))
+    shown = volume_topics(
+        status.volumes, usage.documents, configs, clock.wall(), every_volume=every, top=top
+    )
+    return status.model_copy(
+        update={
+            "topics": shown,
+            "usage_refused": dict(usage.refused),
+            "usage_problem": problem,
+        }
+    )
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -86,6 +256,7 @@ def run(arguments: argparse.Namespace) -> int:
     finally:
         clients.close()
     status = cluster_status(state, service.current.decision, clock.wall(), overrides.refused)
+    status = _with_topics(status, settings, arguments)
     if arguments.json:
         print(json.dumps(status_as_json(status), indent=2))
     else:

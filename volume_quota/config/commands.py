@@ -24,7 +24,7 @@ from volume_quota.config.concerns import (
 from volume_quota.config.credentials import TLS_SETTINGS
 from volume_quota.config.sources import describe_setting
 from volume_quota.config.trust import AgentSettings, OverrideTrustSettings, SignatureSettings
-from volume_quota.config.usage import UsageSettings
+from volume_quota.config.usage import UsageSettings, UsageTopicSettings
 from volume_quota.errors import UsageError
 from volume_quota.kafka_client_config import KafkaConnection, SaslCredentials
 
@@ -184,8 +184,10 @@ class SidecarSettings(PublishSettings, DecideSettings):  # type: ignore[misc]
     """``volume-quota sidecar``: the publisher and the decider in one process."""
 
 
-class StatusSettings(ConnectedSettings, PolicySettings, SignatureSettings, OverrideTrustSettings):
-    """``volume-quota status``."""
+class StatusSettings(
+    ConnectedSettings, PolicySettings, SignatureSettings, OverrideTrustSettings, UsageTopicSettings
+):
+    """``volume-quota status`` (``usage_topic``: where it reads the top topics of a volume)."""
 
 
 class ClusterAgentSettings(SidecarSettings, AgentSettings):  # type: ignore[misc]

@@ -13,7 +13,19 @@ from volume_quota.config.sources import ENV_PREFIX, SettingsBase
 DEFAULT_USAGE_INTERVAL_SECONDS = 60.0
 
 
-class UsageSettings(SettingsBase):
+class UsageTopicSettings(SettingsBase):
+    """Where topic usage documents are: published by sidecars, read by ``status``."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
+
+    usage_topic: str = Field(
+        DEFAULT_USAGE_TOPIC,
+        min_length=1,
+        **help_text("the compacted topic of topic usage documents (read by status)", "NAME"),
+    )
+
+
+class UsageSettings(UsageTopicSettings):
     """Which topic fills a volume: the per-topic survey of a sidecar (``--source volumes``)."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
@@ -27,11 +39,6 @@ class UsageSettings(SettingsBase):
     usage_interval: Seconds = Field(
         DEFAULT_USAGE_INTERVAL_SECONDS,
         **help_text("walk the log dirs and publish topic usage this often", "DURATION"),
-    )
-    usage_topic: str = Field(
-        DEFAULT_USAGE_TOPIC,
-        min_length=1,
-        **help_text("the compacted topic of topic usage documents", "NAME"),
     )
     usage_top_topics: int = Field(
         DEFAULT_TOP_TOPICS,
