@@ -287,10 +287,12 @@ def test_the_acl_script_grants_the_topic_and_the_consumer_group(
         "--add --allow-principal User:volume-quota-sidecar --operation Read "
         "--group volume-quota-consumer --resource-pattern-type literal"
     )
-    # The usage document: the sidecar creates its topic and checks its cleanup.policy.
+    # The usage document: the sidecar creates its topic, checks its cleanup.policy and reads it
+    # for `volume-quota status`.
     assert usage_grant.endswith(
         "--add --allow-principal User:volume-quota-sidecar --operation Create --operation Write "
-        "--operation Describe --operation DescribeConfigs --topic __volume_quota_usage "
+        "--operation Read --operation Describe --operation DescribeConfigs "
+        "--topic __volume_quota_usage "
         "--resource-pattern-type literal"
     )
     # Without it Kafka refuses the override topic whether or not it exists, and every decider

@@ -45,7 +45,7 @@ def volume_quota_acl_bindings(
     cluster_describe: bool = False,
 ) -> list[AclBinding]:
     """Bindings that let the publisher create and write ``topic`` (and the usage topic) and the
-    consumer read it.
+    consumer read them (``volume-quota status`` shows the usage documents).
 
     ``consumer_group`` adds READ on that group for the consumer (needed only if it commits
     offsets or subscribes). ``cluster_describe`` adds DESCRIBE on the cluster for both: not
@@ -67,6 +67,7 @@ def volume_quota_acl_bindings(
     ]
     bindings += allow(ResourceType.TOPIC, OVERRIDE_TOPIC, CONSUMER_PRINCIPAL, *_OVERRIDE_READ)
     bindings += allow(ResourceType.TOPIC, USAGE_TOPIC, PUBLISHER_PRINCIPAL, *_USAGE_PUBLISH)
+    bindings += allow(ResourceType.TOPIC, USAGE_TOPIC, CONSUMER_PRINCIPAL, *_OVERRIDE_READ)
     if consumer_group is not None:
         bindings.append(
             _allow(ResourceType.GROUP, consumer_group, CONSUMER_PRINCIPAL, AclOperation.READ)
