@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from publisher.volumes import VolumeMeasurement
+from schemas.usage import TopicUsageDocument
 
 VOLUME_LABELS = ("broker", "volume")
 
@@ -102,6 +103,27 @@ class PublisherMetrics:
             ["stage"],
             registry=self.registry,
         )
+        topic_labels = (*VOLUME_LABELS, "topic")
+        self.topic_bytes = Gauge(
+            "volume_quota_topic_bytes",
+            "Bytes of a topic on a broker volume, for the largest usage_top_topics topics of each "
+            "volume (the topic usage document's; a topic that leaves the top is dropped).",
+            topic_labels,
+            registry=self.registry,
+        )
+        self.topic_growth = Gauge(
+            "volume_quota_topic_growth_bytes_per_second",
+            "Net growth of a topic on a broker volume over the window (15m or 24h; over less "
+            "while the sidecar has not run that long), same topics as volume_quota_topic_bytes.",
+            (*topic_labels, "window"),
+            registry=self.registry,
+        )
+        self.other_topics_bytes = Gauge(
+            "volume_quota_other_topics_bytes",
+            "Bytes of the topics of a broker volume outside the largest usage_top_topics.",
+            VOLUME_LABELS,
+            registry=self.registry,
+        )
         self._volume_labels: set[tuple[str, str]] = set()
 
     def record_volumes(self, measured: Mapping[int, Sequence[VolumeMeasurement]]) -> None:
@@ -117,3 +139,19 @@ class PublisherMetrics:
             self.volume_capacity.remove(*labels)
             self.volume_consumed.remove(*labels)
         self._volume_labels = current
+
+    def record_topic_usage(self, document: TopicUsageDocument) -> None:
+        """The topics of the document just published; the series of the previous one are
+        replaced, so the cardinality stays at usage_top_topics per volume."""
+        for gauge in (self.topic_bytes, self.topic_growth, self.other_topics_bytes):
+            gauge.clear()
+        broker = str(document.broker_id)
+        for volume in document.volumes:
+            self.other_topics_bytes.labels(broker, volume.volume_name).set(volume.other.bytes)
+            for topic in volume.topics:
+                labels = (broker, volume.volume_name, topic.topic)
+                self.topic_bytes.labels(*labels).set(topic.bytes)
+                for window, growth in (("15m", topic.growth_15m), ("24h", topic.growth_24h)):
+                    if growth is not None and growth.seconds > 0:
+                        rate = growth.bytes / growth.seconds
+                        self.topic_growth.labels(*labels, window).set(rate)

@@ -123,6 +123,7 @@ class UsagePublisher:
             log.warning("topic usage not published", error=problem)
             return False
         self._metrics.usage_last_success.set(self._clock.wall().timestamp())
+        self._metrics.record_topic_usage(document)
         log.debug("topic usage published", survey_seconds=round(seconds, 3))
         return True
 

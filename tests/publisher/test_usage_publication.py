@@ -219,3 +219,34 @@ def test_the_second_document_carries_the_growth_since_the_first_with_its_span() 
     assert topic.growth_15m.bytes == 600
     assert topic.growth_15m.seconds > 60.0
     assert topic.growth_24h == topic.growth_15m
+
+
+def test_each_published_topic_is_a_metric_and_a_topic_that_leaves_the_top_is_dropped() -> None:
+    tops = iter([("orders", "clicks"), ("orders",)])
+
+    def survey() -> list[VolumeTopicUsage]:
+        names = next(tops)
+        totals = tuple(
+            TopicTotals(n, 4000 - 1000 * i, 2, 100, 0, None) for i, n in enumerate(names)
+        )
+        rest = OtherTopics(1, 90, 1, 5, 0)
+        return [VolumeTopicUsage("/dev/a", sum(t.bytes for t in totals) + 100, totals, rest, 10)]
+
+    sink = FakeSink(StepClock())
+    publisher, metrics = make(sink, survey=survey)
+    assert publisher.publish_once()
+
+    def sample(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(
+            name, {"broker": "5", "volume": "/dev/a", **labels}
+        )
+
+    assert sample("volume_quota_topic_bytes", topic="orders") == 4000
+    assert sample("volume_quota_topic_bytes", topic="clicks") == 3000
+    assert sample("volume_quota_other_topics_bytes") == 90
+    sink.clock.seconds += 60
+    assert publisher.publish_once()
+    assert sample("volume_quota_topic_bytes", topic="clicks") is None
+    assert sample("volume_quota_topic_bytes", topic="orders") == 4000
+    growth = sample("volume_quota_topic_growth_bytes_per_second", topic="orders", window="15m")
+    assert growth == 0.0

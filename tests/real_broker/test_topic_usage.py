@@ -169,6 +169,9 @@ def test_the_usage_document_names_both_topics_with_what_du_counts(
     assert fast.oldest_segment_at <= stopped_at
     assert metrics["volume_quota_usage_last_success_timestamp_seconds"] > 0
     assert metrics["volume_quota_usage_survey_duration_seconds"] > 0
+    # Each published topic is a series; the one scraped right after this document is its.
+    series = f'broker="0",topic="{FAST}",volume="{volume.volume_name}"'
+    assert abs(metrics[f"volume_quota_topic_bytes{{{series}}}"] - fast.bytes) <= 0.1 * fast.bytes
 
 
 def test_usage_records_are_signed_by_the_publisher_certificate(
