@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.Supplier;
 
 import org.apache.kafka.common.internals.Plugin;
 import org.apache.kafka.common.metrics.JmxReporter;
@@ -74,33 +73,6 @@ class PauseBoundSimulationTest {
                    double fixedFloorRate10s) {
     }
 
-    private static final class SimTime implements Time {
-        final TestSupport.MutableClock clock;
-
-        SimTime(TestSupport.MutableClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public long milliseconds() {
-            return clock.millis();
-        }
-
-        @Override
-        public long nanoseconds() {
-            return clock.millis() * 1_000_000L;
-        }
-
-        @Override
-        public void sleep(long ms) {
-            clock.advance(Duration.ofMillis(ms));
-        }
-
-        @Override
-        public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) {
-            throw new UnsupportedOperationException();
-        }
-    }
 
     /**
      * What Kafka itself lets the same connections send at a constant quota: the largest total
@@ -108,9 +80,9 @@ class PauseBoundSimulationTest {
      */
     static double fixedQuotaRate10s(int connections, int requestBytes, double wantedTotal, double quota) {
         TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
-        Metrics metrics = new Metrics(new SimTime(clock));
+        Metrics metrics = new Metrics(new SimulatedTime(clock));
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "fixed-",
+                QuotaType.PRODUCE, new SimulatedTime(clock), "fixed-",
                 Optional.of(Plugin.wrapInstance(new FixedQuota(quota), metrics, "client.quota.callback.class")));
         try {
             Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
@@ -217,11 +189,11 @@ class PauseBoundSimulationTest {
                 jmx ? new JmxObservedRates() : ObservedRates.NONE);
         callback.configure(config);
         List<MetricsReporter> reporters = jmx ? List.of(new JmxReporter()) : List.of();
-        Metrics metrics = new Metrics(new MetricConfig(), reporters, new SimTime(clock), true,
+        Metrics metrics = new Metrics(new MetricConfig(), reporters, new SimulatedTime(clock), true,
                 new KafkaMetricsContext("kafka.server"));
         Plugin<ClientQuotaCallback> plugin = Plugin.wrapInstance(callback, metrics, "client.quota.callback.class");
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "sim-", Optional.of(plugin));
+                QuotaType.PRODUCE, new SimulatedTime(clock), "sim-", Optional.of(plugin));
         Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
                 InetAddress.getLoopbackAddress());
         try {
@@ -540,10 +512,10 @@ class PauseBoundSimulationTest {
         TestSupport.withoutPauseCeiling(config); // the throttle bounds where no ceiling binds
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock, clock::millis, new JmxObservedRates());
         callback.configure(config);
-        Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimTime(clock), true,
+        Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimulatedTime(clock), true,
                 new KafkaMetricsContext("kafka.server"));
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "sim-",
+                QuotaType.PRODUCE, new SimulatedTime(clock), "sim-",
                 Optional.of(Plugin.wrapInstance(callback, metrics, "client.quota.callback.class")));
         Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
                 InetAddress.getLoopbackAddress());

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.Supplier;
 
 import org.apache.kafka.common.internals.Plugin;
 import org.apache.kafka.common.metrics.JmxReporter;
@@ -21,7 +20,6 @@ import org.apache.kafka.common.metrics.KafkaMetricsContext;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
-import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.network.Session;
 import org.apache.kafka.server.config.ClientQuotaManagerConfig;
 import org.apache.kafka.server.quota.ClientQuotaCallback;
@@ -62,33 +60,6 @@ class PauseCeilingSimulationTest {
                    long descentThrottleMs, double firstThirtySecondsBytes) {
     }
 
-    private static final class SimTime implements Time {
-        final TestSupport.MutableClock clock;
-
-        SimTime(TestSupport.MutableClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public long milliseconds() {
-            return clock.millis();
-        }
-
-        @Override
-        public long nanoseconds() {
-            return clock.millis() * 1_000_000L;
-        }
-
-        @Override
-        public void sleep(long ms) {
-            clock.advance(Duration.ofMillis(ms));
-        }
-
-        @Override
-        public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) {
-            throw new UnsupportedOperationException();
-        }
-    }
 
     Outcome simulate(int principals, int connectionsEach) throws IOException {
         TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
@@ -100,11 +71,11 @@ class PauseCeilingSimulationTest {
         config.remove(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND); // the default floor, 256 KiB/s
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock, clock::millis, new JmxObservedRates());
         callback.configure(config);
-        Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimTime(clock), true,
+        Metrics metrics = new Metrics(new MetricConfig(), List.of(new JmxReporter()), new SimulatedTime(clock), true,
                 new KafkaMetricsContext("kafka.server"));
         Plugin<ClientQuotaCallback> plugin = Plugin.wrapInstance(callback, metrics, "client.quota.callback.class");
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "ceiling-", Optional.of(plugin));
+                QuotaType.PRODUCE, new SimulatedTime(clock), "ceiling-", Optional.of(plugin));
         int total = principals * connectionsEach;
         Session[] sessions = new Session[principals];
         for (int p = 0; p < principals; p++) {

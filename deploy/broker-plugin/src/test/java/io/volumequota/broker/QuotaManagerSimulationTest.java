@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.function.Supplier;
 
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.internals.Plugin;
@@ -67,34 +66,6 @@ class QuotaManagerSimulationTest {
                    long maxThrottleMs, long recoveryMs) {
     }
 
-    /** The broker's clock and the callback's clock, both simulated. */
-    private static final class SimTime implements Time {
-        final TestSupport.MutableClock clock;
-
-        SimTime(TestSupport.MutableClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public long milliseconds() {
-            return clock.millis();
-        }
-
-        @Override
-        public long nanoseconds() {
-            return clock.millis() * 1_000_000L;
-        }
-
-        @Override
-        public void sleep(long ms) {
-            clock.advance(Duration.ofMillis(ms));
-        }
-
-        @Override
-        public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) {
-            throw new UnsupportedOperationException();
-        }
-    }
 
     private Outcome simulate(int requestBytes, double wantedRate, long pauseMs, Map<String, Object> extraConfig)
             throws IOException {
@@ -111,10 +82,10 @@ class QuotaManagerSimulationTest {
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock);
         callback.configure(config);
 
-        Metrics metrics = new Metrics(new SimTime(clock));
+        Metrics metrics = new Metrics(new SimulatedTime(clock));
         Plugin<ClientQuotaCallback> plugin = Plugin.wrapInstance(callback, metrics, "client.quota.callback.class");
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "sim-", Optional.of(plugin));
+                QuotaType.PRODUCE, new SimulatedTime(clock), "sim-", Optional.of(plugin));
         Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
                 InetAddress.getLoopbackAddress());
         try {
@@ -305,9 +276,9 @@ class QuotaManagerSimulationTest {
 
     private static int[] throttlesWithFixedQuota(double quota, int requests, int requestBytes) {
         TestSupport.MutableClock clock = new TestSupport.MutableClock(TestSupport.T0);
-        Metrics metrics = new Metrics(new SimTime(clock));
+        Metrics metrics = new Metrics(new SimulatedTime(clock));
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock), "sim-",
+                QuotaType.PRODUCE, new SimulatedTime(clock), "sim-",
                 Optional.of(Plugin.wrapInstance(fixedQuota(quota), metrics, "client.quota.callback.class")));
         try {
             Session session = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "alice"),
@@ -351,9 +322,9 @@ class QuotaManagerSimulationTest {
         writeDecision(file, "PAUSE", 0.0, clock.instant());
         VolumeQuotaCallback callback = new VolumeQuotaCallback(clock);
         callback.configure(TestSupport.baseConfig(file));
-        Metrics metrics = new Metrics(new SimTime(clock));
+        Metrics metrics = new Metrics(new SimulatedTime(clock));
         ClientQuotaManager manager = new ClientQuotaManager(new ClientQuotaManagerConfig(11, 1), metrics,
-                QuotaType.PRODUCE, new SimTime(clock),
+                QuotaType.PRODUCE, new SimulatedTime(clock),
                 "sim-", Optional.of(Plugin.wrapInstance(callback, metrics, "client.quota.callback.class")));
         try {
             Session publisher = new Session(new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "publisher"),
