@@ -48,6 +48,7 @@ EXPECTED_METRICS = {
     "quota-changes-total",
     "quota-resets-total",
     "poller-errors-total",
+    "decision-reader-rebuilds-total",
     "tracked-principals",
     "quota-limit-errors-total",
     "observed-rate-available",

@@ -30,6 +30,15 @@ interface DecisionLog extends AutoCloseable {
     /** The records fetched since the last call, oldest first; may block up to {@code timeout}. */
     List<DecisionRecord> poll(Duration timeout);
 
+    /**
+     * The brokers this consumer knows for the decisions topic (its replicas) and which of them
+     * lead, from the consumer's own metadata; may block up to {@code timeout} when it has none.
+     * Empty when unknown.
+     */
+    default BootstrapRotation.View brokers(Duration timeout) {
+        return BootstrapRotation.View.EMPTY;
+    }
+
     @Override
     void close();
 }

@@ -3,12 +3,16 @@ package io.volumequota.broker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -70,6 +74,25 @@ final class KafkaDecisionLog implements DecisionLog {
                     key == null ? null : new String(key, java.nio.charset.StandardCharsets.UTF_8), record.value()));
         }
         return records;
+    }
+
+    @Override
+    public BootstrapRotation.View brokers(Duration timeout) {
+        Map<Integer, String> brokers = new HashMap<>();
+        Set<Integer> leaders = new HashSet<>();
+        for (PartitionInfo info : consumer.partitionsFor(partition.topic(), timeout)) {
+            for (Node replica : info.replicas()) {
+                if (replica != null && !replica.isEmpty()) {
+                    brokers.put(replica.id(), BootstrapRotation.address(replica.host(), replica.port()));
+                }
+            }
+            Node leader = info.leader();
+            if (leader != null && !leader.isEmpty()) {
+                brokers.put(leader.id(), BootstrapRotation.address(leader.host(), leader.port()));
+                leaders.add(leader.id());
+            }
+        }
+        return BootstrapRotation.View.of(brokers, leaders);
     }
 
     @Override

@@ -321,6 +321,11 @@ final class QuotaEngine {
         return defaultQuota;
     }
 
+    /** Decisions consumers rebuilt after silence (topic source; 0 for the file). */
+    long decisionReaderRebuilds() {
+        return topicSource == null ? 0 : topicSource.rebuilds();
+    }
+
     Thread tickerThread() {
         return tickerThread;
     }

@@ -1,6 +1,8 @@
 package io.volumequota.broker;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 import org.apache.kafka.clients.consumer.InvalidOffsetException;
@@ -18,6 +20,14 @@ import org.slf4j.LoggerFactory;
  * force until its {@code validUntil}, after which the engine applies the on-missing action.
  * A consumer that cannot be created or fails other than by a timeout is closed and re-created
  * after a backoff of {@value #MIN_BACKOFF_MS} ms doubling up to {@value #MAX_BACKOFF_MS} ms.
+ *
+ * <p>Silence is trouble too: a consumer that received no record for the silence threshold
+ * ({@link BootstrapRotation#silenceThresholdMs}: half the lifetime of the newest decision, unless
+ * {@code volume.quota.decision.rebuild.after.ms} is set) is closed and rebuilt, bootstrapped
+ * from one broker that did not lead the topic, in turn ({@link BootstrapRotation#next}): a
+ * leader cut off from its peers keeps answering with its stale metadata, and the consumer would
+ * otherwise keep fetching nothing from it until its next metadata refresh. Each rebuild is
+ * logged and counted ({@link #rebuilds()}).
  */
 final class TopicDecisionSource implements AutoCloseable {
 
@@ -29,6 +39,8 @@ final class TopicDecisionSource implements AutoCloseable {
     static final long POSITION_TIMEOUT_MS = 1_000;
     static final long MIN_BACKOFF_MS = 1_000;
     static final long MAX_BACKOFF_MS = 8_000;
+    /** Longest a rebuild waits for the old consumer's view of the brokers (it normally has one cached). */
+    static final long VIEW_TIMEOUT_MS = 200;
 
     /** What one step found. */
     sealed interface Outcome {
@@ -56,6 +68,13 @@ final class TopicDecisionSource implements AutoCloseable {
     private long backoffMs = MIN_BACKOFF_MS;
     private String trouble;
     private boolean otherKeysLogged;
+    /** Monotonic time of the last record received, or of the last (re)build of the consumer. */
+    private long heardAtMs;
+    /** Lifetime (validUntil - decidedAt) of the newest decision received; 0 before the first. */
+    private long lifetimeMs;
+    private BootstrapRotation.View view = BootstrapRotation.View.EMPTY;
+    private int turn;
+    private final AtomicLong rebuilds = new AtomicLong();
 
     TopicDecisionSource(VolumeQuotaConfig config, DecisionLog.Factory factory, LongSupplier monoMs, int engineId) {
         this.config = config;
@@ -74,8 +93,14 @@ final class TopicDecisionSource implements AutoCloseable {
             try {
                 log = factory.open(config);
                 positioned = false;
+                heardAtMs = now;
             } catch (Throwable t) {
                 return failed("cannot create the decisions consumer", t);
+            }
+        } else if (now - heardAtMs >= silenceThresholdMs()) {
+            Outcome rebuilt = rebuild(now);
+            if (rebuilt != null || log == null) {
+                return rebuilt;
             }
         }
         try {
@@ -94,6 +119,7 @@ final class TopicDecisionSource implements AutoCloseable {
             }
             DecisionLog.DecisionRecord newest = null;
             for (DecisionLog.DecisionRecord record : log.poll(Duration.ofMillis(pollMs))) {
+                heardAtMs = monoMs.getAsLong();
                 if (KEY.equals(record.key())) {
                     newest = record;
                 } else if (!otherKeysLogged) {
@@ -104,6 +130,9 @@ final class TopicDecisionSource implements AutoCloseable {
             }
             if (newest == null) {
                 return null;
+            }
+            if (newest.value() != null) {
+                noteLifetime(newest.value());
             }
             return newest.value() == null ? new Outcome.Deleted(newest.offset())
                     : new Outcome.Content(newest.value(), newest.offset());
@@ -120,6 +149,67 @@ final class TopicDecisionSource implements AutoCloseable {
         } catch (Throwable t) {
             closeLog();
             return failed("cannot read " + config.decisionTopic() + "-0", t);
+        }
+    }
+
+    /** How long the reader may receive nothing before its consumer is rebuilt. */
+    long silenceThresholdMs() {
+        return BootstrapRotation.silenceThresholdMs(config.decisionRebuildAfterMs(), lifetimeMs,
+                config.maxValidityMs());
+    }
+
+    /** Consumers rebuilt after silence since the start. */
+    long rebuilds() {
+        return rebuilds.get();
+    }
+
+    private void noteLifetime(byte[] value) {
+        try {
+            Decision decision = Decision.parse(value);
+            if (decision.decidedAtInstant() != null) {
+                long lifetime = Duration.between(decision.decidedAtInstant(), decision.validUntil()).toMillis();
+                if (lifetime > 0) {
+                    lifetimeMs = lifetime;
+                }
+            }
+        } catch (Decision.InvalidDecisionException | RuntimeException e) {
+            // the engine reports a garbled decision; the last lifetime stays
+        }
+    }
+
+    /**
+     * Replaces a silent consumer with one bootstrapped from one broker that did not lead, in
+     * turn. Null when the new consumer is in place (it positions itself at the next step).
+     */
+    private Outcome rebuild(long now) {
+        long silentMs = now - heardAtMs;
+        try {
+            BootstrapRotation.View known = log.brokers(Duration.ofMillis(VIEW_TIMEOUT_MS));
+            if (!known.isEmpty()) {
+                view = known;
+            }
+        } catch (Throwable t) {
+            // a stuck consumer may not answer: keep what we knew
+        }
+        String configured = config.consumerProperties().get("bootstrap.servers");
+        List<String> candidates = BootstrapRotation.candidates(view, BootstrapRotation.servers(configured));
+        String address = candidates.isEmpty() ? configured : BootstrapRotation.next(view, candidates, turn);
+        turn++;
+        long count = rebuilds.incrementAndGet();
+        if (!Thread.currentThread().isInterrupted()) {
+            LOG.info("volume-quota engine #{}: no record of {} for {} ms: rebuilding the decisions consumer,"
+                    + " bootstrapped from {} (rebuild {}; leaders seen {}; a leader cut off from its peers keeps"
+                    + " answering with its stale metadata)", engineId, config.decisionTopic() + "-0", silentMs,
+                    address, count, view.leaders().isEmpty() ? "none" : view.leaders());
+        }
+        closeLog();
+        heardAtMs = now;
+        try {
+            log = factory.open(config.withBootstrapServers(address));
+            positioned = false;
+            return null;
+        } catch (Throwable t) {
+            return failed("cannot create the decisions consumer", t);
         }
     }
 

@@ -78,6 +78,10 @@ public final class VolumeQuotaCallback extends QuotaCallbackCore implements Moni
                 e -> e.quotaResets.get());
         gauge(metrics, "poller-errors-total", "unexpected errors caught on the poller threads",
                 e -> e.pollerErrors.get());
+        gauge(metrics, "decision-reader-rebuilds-total",
+                "decisions-topic consumers closed and rebuilt from another broker after receiving no record for the"
+                        + " silence threshold (topic source)",
+                QuotaEngine::decisionReaderRebuilds);
         gauge(metrics, "tracked-principals", "producing principals with their own quota state",
                 e -> e.trackedPrincipals());
         gauge(metrics, "quota-limit-errors-total",

@@ -18,6 +18,7 @@ record VolumeQuotaConfig(
         Path decisionPath,
         String decisionTopic,
         Map<String, String> consumerProperties,
+        long decisionRebuildAfterMs,
         double baseBytesPerSecond,
         double pauseBytesPerSecond,
         double maxStepDownRatio,
@@ -42,6 +43,12 @@ record VolumeQuotaConfig(
     /** Every key under this prefix, without it, is a property of the topic source's KafkaConsumer. */
     static final String CONSUMER_PREFIX = PREFIX + "decision.consumer.";
     static final String DEFAULT_DECISION_TOPIC = "__volume_quota_decisions";
+    /**
+     * With the topic source: rebuild the decisions consumer, bootstrapped from another broker,
+     * after this long without a record. Not set (0): half the lifetime of the newest decision
+     * received, see {@link BootstrapRotation#silenceThresholdMs}.
+     */
+    static final String DECISION_REBUILD_AFTER_MS = PREFIX + "decision.rebuild.after.ms";
     static final String BASE_BYTES_PER_SECOND = PREFIX + "produce.base.bytes.per.second";
     static final String PAUSE_BYTES_PER_SECOND = PREFIX + "pause.bytes.per.second";
     static final String MAX_STEP_DOWN_RATIO = PREFIX + "max.step.down.ratio";
@@ -142,6 +149,9 @@ record VolumeQuotaConfig(
         String topic = source == DecisionSource.TOPIC ? optionalString(configs, DECISION_TOPIC, DEFAULT_DECISION_TOPIC)
                 : null;
         Map<String, String> consumer = source == DecisionSource.TOPIC ? consumerProperties(configs) : Map.of();
+        Object rebuildSetting = configs.get(DECISION_REBUILD_AFTER_MS);
+        long rebuildAfter = rebuildSetting == null || rebuildSetting.toString().isBlank() ? 0
+                : positiveInteger(configs, DECISION_REBUILD_AFTER_MS, 0);
         double base = positiveNumber(configs, BASE_BYTES_PER_SECOND, null);
         double pause = positiveNumber(configs, PAUSE_BYTES_PER_SECOND, DEFAULT_PAUSE_BYTES_PER_SECOND);
         if (pause > base) {
@@ -181,7 +191,7 @@ record VolumeQuotaConfig(
         }
         java.util.List<String> warnings = new java.util.ArrayList<>();
         Set<String> excluded = excludedUserNames(configs, warnings);
-        return new VolumeQuotaConfig(source, path, topic, consumer, base, pause, ratio, windowNum * windowSeconds * 1000L,
+        return new VolumeQuotaConfig(source, path, topic, consumer, rebuildAfter, base, pause, ratio, windowNum * windowSeconds * 1000L,
                 excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
                 maxThrottle, assumedRequest, factorStep, principalCeiling, brokerCeiling, java.util.List.copyOf(warnings));
     }
@@ -236,6 +246,20 @@ record VolumeQuotaConfig(
             }
         }
         return java.util.Collections.unmodifiableMap(properties);
+    }
+
+    /**
+     * The same settings with the consumer's {@code bootstrap.servers} replaced: for a decisions
+     * consumer rebuilt from one broker ({@link BootstrapRotation}).
+     */
+    VolumeQuotaConfig withBootstrapServers(String bootstrapServers) {
+        java.util.TreeMap<String, String> consumer = new java.util.TreeMap<>(consumerProperties);
+        consumer.put("bootstrap.servers", bootstrapServers);
+        return new VolumeQuotaConfig(decisionSource, decisionPath, decisionTopic,
+                java.util.Collections.unmodifiableMap(consumer), decisionRebuildAfterMs, baseBytesPerSecond,
+                pauseBytesPerSecond, maxStepDownRatio, stepDownIntervalMs, excludedUserNames, onMissing,
+                reloadIntervalMs, maxValidityMs, stepDownThrottleMs, pauseThrottleMs, maxThrottleMs,
+                assumedRequestBytes, throttleFactorStep, pausePrincipalCeiling, pauseBrokerCeiling, warnings);
     }
 
     /** The consumer properties for log lines: values of password-like keys hidden. */

@@ -275,7 +275,8 @@ class FailSafeTest {
                 "volume-quota-produce-quota-max-bytes-per-second", "volume-quota-decision-age-seconds",
                 "volume-quota-reload-errors-total", "volume-quota-expiries-total", "volume-quota-step-downs-total",
                 "volume-quota-quota-changes-total", "volume-quota-quota-resets-total",
-                "volume-quota-poller-errors-total", "volume-quota-tracked-principals", "volume-quota-quota-limit-errors-total",
+                "volume-quota-poller-errors-total", "volume-quota-decision-reader-rebuilds-total",
+                "volume-quota-tracked-principals", "volume-quota-quota-limit-errors-total",
                 "volume-quota-observed-rate-available"), List.copyOf(metrics.metrics.keySet()));
         assertEquals(1, metrics.value("volume-quota-state"));
         assertEquals(0.40, metrics.value("volume-quota-throttle-factor"), 1e-9);

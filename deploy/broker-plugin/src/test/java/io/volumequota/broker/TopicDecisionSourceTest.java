@@ -63,6 +63,9 @@ class TopicDecisionSourceTest {
         volatile RuntimeException seekFailure;
         volatile RuntimeException pollFailure;
         volatile CountDownLatch openBlocks;
+        /** What each consumer's metadata says about the brokers; null: it throws (a stuck client). */
+        volatile BootstrapRotation.View view = BootstrapRotation.View.EMPTY;
+        final List<String> bootstraps = new java.util.concurrent.CopyOnWriteArrayList<>();
 
         synchronized void append(String key, String value) {
             records.add(new DecisionLog.DecisionRecord(records.size(), key,
@@ -77,6 +80,7 @@ class TopicDecisionSourceTest {
         public DecisionLog open(VolumeQuotaConfig config) {
             assertEquals(TOPIC, config.decisionTopic());
             opens.incrementAndGet();
+            bootstraps.add(config.consumerProperties().get("bootstrap.servers"));
             CountDownLatch blocks = openBlocks;
             if (blocks != null) {
                 try {
@@ -113,6 +117,15 @@ class TopicDecisionSourceTest {
                     List<DecisionRecord> fetched = from(position);
                     position += fetched.size();
                     return fetched;
+                }
+
+                @Override
+                public BootstrapRotation.View brokers(Duration timeout) {
+                    BootstrapRotation.View known = view;
+                    if (known == null) {
+                        throw new TimeoutException("Timeout expired while fetching topic metadata");
+                    }
+                    return known;
                 }
 
                 @Override
@@ -390,6 +403,74 @@ class TopicDecisionSourceTest {
         } finally {
             release.countDown();
             callback.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ silence
+
+    @Test
+    void aSilentConsumerIsRebuiltFromTheBrokersThatDidNotLeadInTurn() {
+        topic.view = BootstrapRotation.View.of(Map.of(0, "b0:9093", 1, "b1:9093", 2, "b2:9093"), Set.of(0));
+        publish("OPEN", 1.0, Duration.ofSeconds(10)); // lifetime 10 s: rebuilt after 5 s of silence
+        VolumeQuotaCallback callback = callback(Map.of(VolumeQuotaConfig.CONSUMER_PREFIX + "bootstrap.servers",
+                "b0:9093,b1:9093,b2:9093"));
+        callback.reload();
+        assertEquals(BASE, limit(callback));
+        mono.addAndGet(4_999);
+        callback.reload();
+        assertEquals(1, topic.opens.get(), "not before half the decision's lifetime");
+
+        mono.addAndGet(1);
+        callback.reload();
+        assertEquals(2, topic.opens.get(), "rebuilt after 5 s without a record");
+        assertEquals(1, topic.closes.get(), "the silent consumer is closed");
+        assertEquals(List.of("b0:9093,b1:9093,b2:9093", "b1:9093"), topic.bootstraps,
+                "bootstrapped from one broker that did not lead");
+        assertEquals(1, callback.engine().decisionReaderRebuilds());
+        assertEquals(BASE, limit(callback), "the decision in force stays until it expires");
+        assertEquals(0, callback.engine().reloadErrors.get(), "silence is not a read error");
+
+        // The rebuilt consumer re-read the newest record (the same bytes), then nothing for 5 s.
+        mono.addAndGet(5_000);
+        callback.reload();
+        assertEquals(List.of("b0:9093,b1:9093,b2:9093", "b1:9093", "b2:9093"), topic.bootstraps, "in turn");
+        topic.view = null; // a consumer whose metadata does not answer: the last view is kept
+        mono.addAndGet(5_000);
+        callback.reload();
+        assertEquals("b1:9093", topic.bootstraps.get(3));
+        assertEquals(3, callback.engine().decisionReaderRebuilds());
+        assertEquals(3, topic.closes.get());
+        assertEquals(0, callback.engine().pollerErrors.get());
+    }
+
+    @Test
+    void aRecordRestartsTheSilenceAndTheSettingOverridesTheDerivedThreshold() {
+        publish("OPEN", 1.0, Duration.ofSeconds(30));
+        VolumeQuotaCallback callback = callback(Map.of(VolumeQuotaConfig.DECISION_REBUILD_AFTER_MS, "2000"));
+        callback.reload();
+        mono.addAndGet(1_500);
+        clock.advance(Duration.ofMillis(1_500));
+        publish("OPEN", 1.0, Duration.ofSeconds(30));
+        callback.reload();
+        mono.addAndGet(1_999);
+        callback.reload();
+        assertEquals(1, topic.opens.get(), "2 s counted from the last record");
+        mono.addAndGet(1);
+        callback.reload();
+        assertEquals(List.of("broker-0:9093", "broker-0:9093"), topic.bootstraps,
+                "no metadata view: the configured servers in turn");
+        assertEquals(1, callback.engine().decisionReaderRebuilds());
+    }
+
+    @Test
+    void theRebuildSettingMustBeAWholeNumberAboveZero() {
+        assertEquals(0, VolumeQuotaConfig.parse(topicConfig(Map.of())).decisionRebuildAfterMs(), "derived");
+        assertEquals(7_000, VolumeQuotaConfig.parse(topicConfig(Map.of(VolumeQuotaConfig.DECISION_REBUILD_AFTER_MS,
+                "7000"))).decisionRebuildAfterMs());
+        for (String bad : new String[] {"0", "-1", "1.5", "soon"}) {
+            assertTrue(assertThrows(ConfigException.class, () -> VolumeQuotaConfig.parse(topicConfig(Map.of(
+                    VolumeQuotaConfig.DECISION_REBUILD_AFTER_MS, bad)))).getMessage()
+                    .contains(VolumeQuotaConfig.DECISION_REBUILD_AFTER_MS), bad);
         }
     }
 
