@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from spark_history.backtest_command import add_backtest
 from spark_history.command_runs import run_compact, run_forecast, run_ingest, run_report
 from volume_quota.arguments import positive_number
 
@@ -46,11 +47,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def add_history_actions(
     actions: argparse._SubParsersAction[argparse.ArgumentParser], default_master: str | None
 ) -> None:
-    """The ingest, compact, forecast and report subcommands (shared with ``job.py``)."""
+    """The ingest, compact, forecast, report and backtest subcommands (shared with ``job.py``)."""
     _add_ingest(actions, default_master)
     _add_compact(actions, default_master)
     _add_forecast(actions, default_master)
     _add_report(actions, default_master)
+    add_backtest(actions, default_master)
 
 
 def _spark_options(parser: argparse.ArgumentParser, default_master: str | None) -> None:
