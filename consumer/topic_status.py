@@ -234,8 +234,9 @@ def volume_topics(
                 VolumeTopicsStatus(
                     **base,
                     state=state,
-                    problem="no topic usage published for this volume (is the sidecar "
-                    "publishing usage, and may this identity read the usage topic?)",
+                    problem="no topic usage published for this volume (is the sidecar or the "
+                    "cluster agent publishing usage, and may this identity read the usage "
+                    "topic?)",
                 )
             )
             continue

@@ -47,6 +47,7 @@ PURE_MODULES = (
     "publisher/topic_usage",
     "publisher/usage_document",
     "publisher/usage_history",
+    "publisher/log_dir_usage",
     "consumer/overrides",
     "volume_quota/byte_sizes",
     "volume_quota/durations",

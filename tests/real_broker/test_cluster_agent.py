@@ -35,6 +35,7 @@ pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
 DECISIONS_TOPIC = "__volume_quota_decisions"
 OVERRIDE_TOPIC = "__volume_quota_overrides"
+USAGE_TOPIC = "__volume_quota_usage"
 GROUP = "volume-quota-consumer"
 
 
@@ -66,6 +67,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
                 operations.DESCRIBE_CONFIGS,
             )
             + allow_agent(ResourceType.TOPIC, OVERRIDE_TOPIC, operations.READ, operations.DESCRIBE)
+            + allow_agent(
+                ResourceType.TOPIC,
+                USAGE_TOPIC,
+                operations.READ,
+                operations.WRITE,
+                operations.CREATE,
+                operations.DESCRIBE,
+                operations.DESCRIBE_CONFIGS,
+            )
             + allow_agent(ResourceType.GROUP, GROUP, operations.READ)
             + allow_agent(ResourceType.BROKER, "kafka-cluster", operations.DESCRIBE)
         )

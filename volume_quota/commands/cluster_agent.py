@@ -21,8 +21,11 @@ For clusters whose broker pods cannot have a sidecar (Strimzi): one process meas
 live broker's log dirs through the Admin API (DescribeLogDirs, every --survey-interval) and
 publishes one snapshot per broker, reads every snapshot as a decider does, and writes each
 decision to the compacted --decisions-topic (key 'cluster'), where the brokers' quota
-callbacks read it (volume.quota.decision.source=topic). Two agents may run at once: they
-measure and decide alike. Serves /metrics, /healthz, /readyz like the sidecar.
+callbacks read it (volume.quota.decision.source=topic). Every --usage-interval it publishes
+each broker's largest topics per volume on --usage-topic, as a sidecar does (from
+DescribeLogDirs: no active segment bytes, oldest segment time or unattributed bytes). Two
+agents may run at once: they measure and decide alike. Serves /metrics, /healthz, /readyz like
+the sidecar.
 """
 
 EPILOG = """\
@@ -31,9 +34,11 @@ example:
       --tls-ca-file /certs/ca.crt --tls-cert-file /user/user.crt --tls-key-file /user/user.key \\
       --soft-limit MinFreePercentage:15 --hard-limit MinFreeBytes:5GiB
 
-The principal needs, on the snapshot topic: Read, Write, Create, Describe, DescribeConfigs; on
-the decisions topic: Write, Create, Describe, DescribeConfigs; on the override topic: Read,
-Describe; Read on the group --consumer-group; Describe on the cluster (DescribeLogDirs).
+The principal needs, on the snapshot topic and on the usage topic: Read, Write, Create,
+Describe, DescribeConfigs; on the decisions topic: Write, Create, Describe, DescribeConfigs; on
+the override topic: Read, Describe; Read on the group --consumer-group; Describe on the cluster
+(DescribeLogDirs); for the retention column of `status --topics`, DescribeConfigs on the
+topics shown.
 
 exit status: 0 after a clean stop (SIGTERM), 2 for bad configuration (one line per problem).
 """

@@ -163,6 +163,17 @@ class PublishSettings(ConnectedSettings, PublishingSettings, UsageSettings, Http
             segment_seconds=self.topic_segment_interval,
         )
 
+    def usage_topic_requirements(self) -> TopicRequirements:
+        """The usage topic: compacted like the snapshot topic, with no compaction lag (only
+        each broker's latest document matters; the history job reads snapshots)."""
+        return TopicRequirements(
+            name=self.usage_topic,
+            partitions=self.topic_partitions,
+            replication_factor=self.topic_replication_factor,
+            min_compaction_lag_seconds=0.0,
+            segment_seconds=self.topic_segment_interval,
+        )
+
 
 class DecideSettings(
     ConnectedSettings, DecidingSettings, SignatureSettings, OverrideTrustSettings, HttpSettings
@@ -209,11 +220,6 @@ AGENT_ONLY_LOCAL = frozenset(
         "server_properties",
         "sample_interval",
         "decision_file",
-        # The usage document is a sidecar's survey of its own broker's log dirs.
-        "publish_usage",
-        "usage_interval",
-        "usage_topic",
-        "usage_top_topics",
     }
 )
 """Settings of a broker's own sidecar that mean nothing to the cluster agent: no flags."""

@@ -29,7 +29,7 @@ END = "<!-- end of the settings reference -->"
 CONCERNS: tuple[tuple[str, type[BaseSettings]], ...] = (
     ("Connection (every command that talks to Kafka)", ConnectionSettings),
     ("Publishing (`publish`, `sidecar`)", PublishingSettings),
-    ("Topic usage (`publish`, `sidecar`)", UsageSettings),
+    ("Topic usage (`publish`, `sidecar`, `cluster-agent`)", UsageSettings),
     ("Decision policy (`decide`, `sidecar`, `status`, `evaluate`)", PolicySettings),
     ("Deciding (`decide`, `sidecar`)", DecidingSettings),
     ("Snapshot signatures (`decide`, `sidecar`, `status`)", SignatureSettings),

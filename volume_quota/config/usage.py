@@ -33,7 +33,8 @@ class UsageSettings(UsageTopicSettings):
     publish_usage: bool = Field(
         True,
         **help_text(
-            "walk the log dirs and publish the largest topics of each volume (sidecar only)"
+            "publish the largest topics of each volume: a sidecar walks its broker's log dirs, the "
+            "cluster agent asks every broker (DescribeLogDirs)"
         ),
     )
     usage_interval: Seconds = Field(

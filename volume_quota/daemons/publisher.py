@@ -45,6 +45,7 @@ from volume_quota.certificate_files import TlsCredentials
 from volume_quota.certificate_inspection import CertificateError
 from volume_quota.config import PublishSettings, describe_setting
 from volume_quota.config.concerns import HttpSettings
+from volume_quota.daemons.agent_usage import AgentUsagePublication, agent_usage_publication
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer, HealthCheck
 from volume_quota.kafka_client_config import (
@@ -101,13 +102,7 @@ class UsagePublication:
         producer_settings = with_client_logger(
             producer_config(connection, broker_id, settings.delivery_timeout)
         )
-        requirements = TopicRequirements(
-            name=settings.usage_topic,
-            partitions=settings.topic_partitions,
-            replication_factor=settings.topic_replication_factor,
-            min_compaction_lag_seconds=0.0,
-            segment_seconds=settings.topic_segment_interval,
-        )
+        requirements = settings.usage_topic_requirements()
         self.guard = TopicGuard(
             lambda: new_admin_client(with_client_logger(admin_config(connection, broker_id))),
             requirements,
@@ -200,10 +195,20 @@ class PublisherDaemon:
             else None
         )
 
-    def _usage_publication(self) -> UsagePublication | None:
-        """A sidecar's topic usage publication; none for a cluster-level publisher."""
-        if self.broker_id is None or not self._settings.publish_usage:
+    def _usage_publication(self) -> UsagePublication | AgentUsagePublication | None:
+        """The topic usage publication: of the sidecar's own broker, or of every broker for a
+        cluster-level publisher (``source=admin``)."""
+        if not self._settings.publish_usage:
             return None
+        if self.broker_id is None:
+            connection = self._settings.required_kafka_connection()
+            return agent_usage_publication(
+                self._settings,
+                lambda: _kafka_python_admin(connection),
+                AGENT_CLIENT,
+                clock=self._clock,
+                metrics=self.metrics,
+            )
         return UsagePublication(
             self._settings, self.broker_id, self.volumes, clock=self._clock, metrics=self.metrics
         )

@@ -18,6 +18,7 @@ final class Recipe {
     static final String SNAPSHOTS = "__volume_quota_snapshots";
     static final String DECISIONS = "__volume_quota_decisions";
     static final String OVERRIDES = "__volume_quota_overrides";
+    static final String USAGE = "__volume_quota_usage";
 
     private Recipe() {
     }

@@ -32,7 +32,7 @@ class StrictParsingTest {
         Map<Path, Map<String, Long>> kindsPerFile = Map.of(
                 Recipe.KAFKA, Map.of("Kafka", 1L, "KafkaNodePool", 2L),
                 Recipe.KAFKA_IMAGE_VOLUME, Map.of("Kafka", 1L, "KafkaNodePool", 2L),
-                Recipe.TOPICS, Map.of("KafkaTopic", 3L),
+                Recipe.TOPICS, Map.of("KafkaTopic", 4L),
                 Recipe.USERS, Map.of("KafkaUser", 3L));
         kindsPerFile.forEach((file, expected) -> {
             List<HasMetadata> resources = StrimziYaml.load(file);

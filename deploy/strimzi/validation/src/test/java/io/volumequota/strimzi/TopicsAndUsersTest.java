@@ -49,7 +49,7 @@ class TopicsAndUsersTest {
     @Test
     void eachTopicNameIsCarriedBySpecTopicNameBecauseUnderscoresAreNoKubernetesName() {
         Map<String, KafkaTopic> topics = topicsByKafkaName();
-        assertEquals(Set.of(Recipe.SNAPSHOTS, Recipe.DECISIONS, Recipe.OVERRIDES), topics.keySet());
+        assertEquals(Set.of(Recipe.SNAPSHOTS, Recipe.DECISIONS, Recipe.OVERRIDES, Recipe.USAGE), topics.keySet());
         topics.forEach((name, topic) -> {
             assertTrue(!KUBERNETES_NAME.matcher(name).matches(), name + " is no Kubernetes name");
             assertTrue(KUBERNETES_NAME.matcher(topic.getMetadata().getName()).matches(),
@@ -71,7 +71,7 @@ class TopicsAndUsersTest {
 
     @Test
     void theDecisionsAndOverridesTopicsAreCompactedWithOnePartition() {
-        for (String name : List.of(Recipe.DECISIONS, Recipe.OVERRIDES, Recipe.SNAPSHOTS)) {
+        for (String name : List.of(Recipe.DECISIONS, Recipe.OVERRIDES, Recipe.SNAPSHOTS, Recipe.USAGE)) {
             KafkaTopic topic = topicsByKafkaName().get(name);
             assertEquals("compact", config(topic).get("cleanup.policy"), name + ": exactly compact");
             assertEquals(1, topic.getSpec().getPartitions(), name);
@@ -125,6 +125,12 @@ class TopicsAndUsersTest {
                 "topic:__volume_quota_decisions:DescribeConfigs",
                 "topic:__volume_quota_overrides:Read",
                 "topic:__volume_quota_overrides:Describe",
+                "topic:__volume_quota_usage:Read",
+                "topic:__volume_quota_usage:Write",
+                "topic:__volume_quota_usage:Create",
+                "topic:__volume_quota_usage:Describe",
+                "topic:__volume_quota_usage:DescribeConfigs",
+                "topic:*:DescribeConfigs",
                 "group:volume-quota-consumer:Read",
                 "cluster:Describe"), acls("volume-quota-agent"));
     }
