@@ -17,3 +17,13 @@ class CurrentDecision:
 
     def replace(self, decision: QuotaDecision) -> None:
         self.decision = decision
+
+
+def material(decision: QuotaDecision) -> tuple[object, ...]:
+    """What a reader acts on; a change here is written at once."""
+    return (
+        decision.state,
+        round(decision.throttle_factor, 3),
+        tuple(decision.unknown_brokers),
+        decision.caused_by_missing_data,
+    )

@@ -22,11 +22,12 @@ import structlog
 from consumer.clock import Clock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
-from consumer.current_decision import CurrentDecision
+from consumer.current_decision import CurrentDecision, material
 from consumer.override_follower import OverrideFollower
 from consumer.signatures import SignatureMode, SignatureTrust, check_signature
 from consumer.snapshot_topic_reader import SnapshotSource, TopicRecord
 from consumer.topic_messages import Retirement, interpret_message
+from consumer.usage_follower import UsageFollower
 from schemas.decision import QuotaDecision
 from schemas.snapshot import VolumeSnapshot
 
@@ -69,16 +70,6 @@ class SignaturePolicy:
     trust: SignatureTrust | None = None
 
 
-def material(decision: QuotaDecision) -> tuple[object, ...]:
-    """What a reader acts on; a change here is written at once."""
-    return (
-        decision.state,
-        round(decision.throttle_factor, 3),
-        tuple(decision.unknown_brokers),
-        decision.caused_by_missing_data,
-    )
-
-
 class DecisionService:
     def __init__(
         self,
@@ -92,6 +83,7 @@ class DecisionService:
         timing: LoopTiming = LoopTiming(),
         signatures: SignaturePolicy = SignaturePolicy(),
         overrides: OverrideFollower | None = None,
+        usage: UsageFollower | None = None,
     ) -> None:
         self.state = state
         self._source = source
@@ -102,6 +94,7 @@ class DecisionService:
         self._timing = timing
         self._signatures = signatures
         self._overrides = overrides
+        self._usage = usage
         self._live_known = False
         self._next_live_refresh = 0.0
         self._next_assign_attempt = 0.0
@@ -189,6 +182,7 @@ class DecisionService:
         now = self._clock.wall()
         override = self._overrides.current(moment, now) if self._overrides else None
         decision = self.state.decide(now, not_ready=self.not_ready_reason(), override=override)
+        decision = self._usage.explain(decision, now) if self._usage else decision
         self.current.replace(decision)
         self._metrics.observe_decision(decision)
         # Judge whether a rewrite is due by the clock after the lookups above, which may each
@@ -196,6 +190,8 @@ class DecisionService:
         # socket times out): judged by the step's start, a loop blocked 5 s a step rewrote an
         # unchanged decision every other step and let it expire (tests/faults, a hung broker).
         self._hand_on(decision, self._clock.monotonic())
+        if self._usage is not None:  # after the hand-on: it only explains the next decisions
+            self._usage.follow(self._clock.monotonic(), self._clock.wall())
         self.last_step_at = moment
         return decision
 
@@ -260,8 +256,9 @@ class DecisionService:
                 quiet_seconds=quiet_limit,
                 bootstrap=address,
             )
-            if self._overrides is not None:  # no heartbeat of its own: rebuilt alongside
-                self._overrides.reconnect()
+            for follower in (self._overrides, self._usage):  # no heartbeat: rebuilt alongside
+                if follower is not None:
+                    follower.reconnect()
 
     def _read_available(self, moment: float) -> None:
         # While catching up, every object made is kept (the cluster state) or freed by

@@ -51,6 +51,25 @@ class ReasonKind(StrEnum):
 
 Factor = Annotated[float, Field(ge=0, le=1)]
 
+MAX_REASON_TOPICS = 3
+"""The most topics one reason names (``topTopics``): what keeps a decision with topics bounded."""
+
+
+class ReasonTopic(WireModel):
+    """A topic growing on the volume of a reason, as its broker's sidecar last measured it."""
+
+    topic: str = Field(max_length=249, description="The topic name.")
+    growth_bytes: int = Field(
+        alias="growthBytes", description="How much the topic grew on the volume over the span."
+    )
+    growth_seconds: float = Field(
+        alias="growthSeconds",
+        ge=0,
+        description="The span of the growth: 900 (15 min), or less when the sidecar has not "
+        "surveyed that long.",
+    )
+    bytes: int = Field(ge=0, description="The topic's bytes on the volume.")
+
 
 class DecisionReason(WireModel):
     """One thing that drove the decision: a volume past a limit, or a broker we cannot see."""
@@ -74,6 +93,14 @@ class DecisionReason(WireModel):
     )
     broker_live: bool | None = Field(default=None, alias="brokerLive")
     snapshot_at: Instant | None = Field(default=None, alias="snapshotAt")
+    top_topics: list[ReasonTopic] | None = Field(
+        default=None,
+        alias="topTopics",
+        max_length=MAX_REASON_TOPICS,
+        description="For a volume in THROTTLE or PAUSE: the topics growing fastest on it over "
+        "the last 15 minutes, fastest first (from the usage topic; absent when its broker's "
+        "usage document is missing or stale, or no topic grew).",
+    )
     detail: str
 
 

@@ -26,6 +26,7 @@ PURE_MODULES = (
     "consumer/cluster_state",
     "consumer/policy",
     "consumer/reasons",
+    "consumer/topic_growth",
     "consumer/status_report",
     "consumer/topic_status",
     "consumer/retention_outlook",

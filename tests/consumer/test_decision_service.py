@@ -17,6 +17,7 @@ from consumer.override_follower import OverrideFollower
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import TopicRecord
+from consumer.usage_follower import UsageFollower
 from publisher.signing import SnapshotSigner
 from schemas.decision import OnMissing, QuotaDecision, QuotaState, ReasonKind
 from tests.publisher.tls_material import TestCertificateAuthority
@@ -74,6 +75,7 @@ class Harness:
         signatures: SignaturePolicy | None = None,
         reconnect_when_quiet: float | None = None,
         overrides: OverrideFollower | None = None,
+        usage: UsageFollower | None = None,
         **kw: int,
     ) -> None:
         self.now = NOON + timedelta(seconds=1)
@@ -95,6 +97,7 @@ class Harness:
             ),
             signatures=signatures or SignaturePolicy(),
             overrides=overrides,
+            usage=usage,
         )
 
     def wall(self) -> datetime:

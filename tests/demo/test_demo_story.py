@@ -8,6 +8,8 @@ cannot move the shared free space the demo's limits are relative to.
 
 from __future__ import annotations
 
+import re
+import shlex
 import signal
 import subprocess
 import time
@@ -25,7 +27,7 @@ from tests.demo.demo_process import (
     parse_events,
     processes_mentioning,
 )
-from volume_quota.demo.plan import BASE_RATE, PAUSE_RATE
+from volume_quota.demo.plan import BASE_RATE, DEMO_TOPIC, PAUSE_RATE
 
 pytestmark = pytest.mark.real_broker
 
@@ -69,6 +71,10 @@ def test_the_scripted_demo_fills_throttles_pauses_and_recovers(tmp_path: Path) -
         assert paused[name] < 2.5 * PAUSE_RATE, (name, paused[name])
         assert back[name] >= 0.9 * rate, (name, back[name], rate)
 
+    past_limits = [s for s in of_kind(events, "sample") if s["decision"] in ("THROTTLE", "PAUSE")]
+    named = {name for sample in past_limits for name in sample["topics"]}
+    assert DEMO_TOPIC in named, "the decision names the topic filling broker 2's volume"
+
     throttled = [s for s in of_kind(events, "sample") if s["decision"] == "THROTTLE"]
     factors = [s["factor"] for s in throttled if s["phase"] == "THROTTLE"]
     assert factors[0] > 0.6, "the factor falls through the THROTTLE zone"
@@ -88,19 +94,23 @@ def test_ctrl_c_in_the_pause_phase_leaves_no_process_directory_or_data(tmp_path:
             start_new_session=True,  # only the demo gets the SIGINT, as a hard case
         )
         assert demo.stdout is not None
-        lines, workdir, children = [], None, []
+        lines, workdir, children, status_command = [], None, [], None
         deadline = time.monotonic() + STORY_TIMEOUT_S
         for line in demo.stdout:
             lines.append(line)
             events = parse_events(line)
             if events and events[0]["event"] == "started":
                 workdir = events[0]["dir"]
+            if events and events[0]["event"] == "notice":
+                status_command = events[0]["statusCommand"]
             if events and events[0].get("phase") == "PAUSE":
                 break
             assert time.monotonic() < deadline, "no PAUSE phase in time"
         else:
             pytest.fail("the demo ended before PAUSE:\n" + "".join(lines[-20:]))
         assert workdir is not None
+        assert status_command is not None
+        _the_status_command_names_the_filling_topic(status_command)
         children = descendants(demo.pid)
         assert len(children) >= 6, "three brokers and three sidecars"
         assert Path(workdir).exists()
@@ -113,3 +123,17 @@ def test_ctrl_c_in_the_pause_phase_leaves_no_process_directory_or_data(tmp_path:
         assert processes_mentioning(workdir) == []
         assert not Path(workdir).exists()
         assert list(parent.iterdir()) == [], "no demo data may remain"
+
+
+def _the_status_command_names_the_filling_topic(command: str) -> None:
+    """README's "Which topic is filling the disk?": the command the demo shows, run as shown."""
+    assert command.startswith("volume-quota status --topics --config "), command
+    result = subprocess.run(
+        shlex.split(command), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    paused = result.stdout.split("top topics of broker 2 ")[1].split("\n\n")[0]
+    assert "(PAUSE)" in paused.splitlines()[0], paused
+    first = paused.splitlines()[2]
+    assert first.startswith(f"{DEMO_TOPIC} "), paused
+    assert re.search(r" \+[0-9.]+ MiB/[0-9]+s ", first), paused

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from volume_quota.config.commands import StatusSettings
+from volume_quota.config.sources import load
 from volume_quota.demo import plan
 from volume_quota.demo.plan import GIB, MIB
 
@@ -85,7 +89,26 @@ def test_sidecar_arguments_publish_every_change_of_the_breaching_volume() -> Non
     assert "--change-threshold-percent=0" in arguments
 
 
+def test_sidecars_survey_their_topics_often_enough_to_name_the_filling_one() -> None:
+    arguments = plan.sidecar_arguments(2, plan.BrokerLimits(700, 300), "/tmp/d.json")
+    assert f"--usage-interval={plan.USAGE_INTERVAL_S:g}s" in arguments
+    assert plan.USAGE_INTERVAL_S <= 5
+
+
 def test_watch_only_mode_keeps_protective_limits_everywhere_and_writes_nothing() -> None:
     limits = plan.plan_watch_limits(GIB, broker_count=2)  # no room check: nothing is written
     assert limits.brokers == (plan.BrokerLimits(512 * MIB, 256 * MIB),) * 2
     assert limits.fill_budget == 0
+
+
+def test_the_status_config_connects_status_as_the_demo_admin(tmp_path: Path) -> None:
+    text = plan.status_config(
+        "127.0.0.1:1,127.0.0.1:2", Path("/d/ca.pem"), Path("/d/cert.pem"), Path("/d/key.pem")
+    )
+    path = tmp_path / "status.toml"
+    path.write_text(text)
+    settings = load(StatusSettings, {}, path)
+    assert settings.bootstrap_servers == "127.0.0.1:1,127.0.0.1:2"
+    assert settings.tls_cert_file == Path("/d/cert.pem")
+    assert settings.tls_verify_hostname is False
+    assert plan.status_command(path) == f"volume-quota status --topics --config {path}"

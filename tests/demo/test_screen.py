@@ -9,7 +9,14 @@ from datetime import UTC, datetime, timedelta
 from rich.console import Console
 
 from consumer.status_report import VolumeStatus
-from schemas.decision import DecisionReason, QuotaDecision, QuotaState, ReasonKind
+from schemas.decision import (
+    DecisionReason,
+    QuotaDecision,
+    QuotaState,
+    ReasonKind,
+    ReasonTopic,
+)
+from volume_quota.demo.loop import filling_topics
 from volume_quota.demo.output import JsonLines, LiveScreen
 from volume_quota.demo.screen import ProducerView, View, render
 
@@ -30,7 +37,19 @@ def decision() -> QuotaDecision:
                 broker_id=2,
                 state=QuotaState.THROTTLE,
                 throttle_factor=0.42,
-                detail="broker 2 volume /dev/vda: between the soft and the hard limit",
+                volume_name="/dev/vda",
+                top_topics=[
+                    ReasonTopic(
+                        topic="volume-quota-demo",
+                        growth_bytes=300 * MIB,
+                        growth_seconds=40,
+                        bytes=900 * MIB,
+                    ),
+                    ReasonTopic(topic="clicks", growth_bytes=MIB, growth_seconds=40, bytes=MIB),
+                ],
+                detail="broker 2 volume /dev/vda: between the soft and the hard limit: top "
+                "growth volume-quota-demo +300.0 MiB/40s (900.0 MiB), clicks +1.0 MiB/40s "
+                "(1.0 MiB)",
             )
         ],
     )
@@ -66,6 +85,7 @@ def view(**overrides: object) -> View:
         "pause_rate": 128 * 1024,
         "filesystem_note": "All 3 brokers' log dirs share one filesystem.",
         "log_file": "/tmp/volume-quota-demo-x/demo.log",
+        "status_command": "volume-quota status --topics --config /tmp/volume-quota-demo-x/s.toml",
         "filled_bytes": 200 * MIB,
         "timings": {"OPEN": 20.0, "FILL": 9.5},
     }
@@ -84,6 +104,11 @@ def test_a_frame_shows_volumes_decision_rates_narration_and_timings() -> None:
     assert "THROTTLE  throttle factor 0.420" in text
     assert "the same on 3 of 3 brokers' decision files" in text
     assert "broker 2 volume /dev/vda: between the soft and the hard limit" in text
+    assert (
+        "filling broker 2's /dev/vda: volume-quota-demo +300.0 MiB/40s (900.0 MiB), "
+        "clicks +1.0 MiB/40s (1.0 MiB)"
+    ) in text
+    assert text.count("+300.0 MiB/40s") == 1  # named once, on its own line
     assert "3.2 GiB" in text
     assert "2.8 GiB" in text
     assert "User:app-a" in text
@@ -96,6 +121,8 @@ def test_a_frame_shows_volumes_decision_rates_narration_and_timings() -> None:
     assert "FILL 9.5 s" in text
     assert "bulk load written so far: 200.0 MiB" in text
     assert "log: /tmp/volume-quota-demo-x/demo.log" in text
+    status = "volume-quota status --topics --config /tmp/volume-quota-demo-x/s.toml"
+    assert f"every topic: {status}" in text
     assert text.index("0 │ /dev/vda") < text.index("2 │ /dev/vda")  # brokers in order
 
 
@@ -129,3 +156,8 @@ def test_the_live_screen_prints_only_the_story_events_above_the_view() -> None:
     assert "PAUSE: shown" in buffer.getvalue()
     assert "the demo failed: broker 1 did not serve" in buffer.getvalue()
     assert "User:app-a" in buffer.getvalue()
+
+
+def test_json_samples_name_the_topics_the_decision_names() -> None:
+    assert filling_topics(decision()) == ["volume-quota-demo", "clicks"]
+    assert filling_topics(None) == []

@@ -176,9 +176,15 @@ class PublishSettings(ConnectedSettings, PublishingSettings, UsageSettings, Http
 
 
 class DecideSettings(
-    ConnectedSettings, DecidingSettings, SignatureSettings, OverrideTrustSettings, HttpSettings
+    ConnectedSettings,
+    DecidingSettings,
+    SignatureSettings,
+    OverrideTrustSettings,
+    UsageTopicSettings,
+    HttpSettings,
 ):
-    """``volume-quota decide``."""
+    """``volume-quota decide`` (``usage_topic``: where it reads the topics it names in a
+    reason)."""
 
     def required_decision_file(self) -> Path:
         if self.decision_file is None:

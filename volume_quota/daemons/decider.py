@@ -37,6 +37,7 @@ from consumer.overrides import OverridePolicy
 from consumer.policy import DecisionPolicy
 from consumer.signatures import SignatureMode, SignatureTrust
 from consumer.snapshot_topic_reader import SnapshotTopicReader
+from consumer.usage_follower import UsageFollower
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
 from volume_quota.certificate_files import FileWatch
@@ -49,6 +50,7 @@ from volume_quota.collector import tune_for_decoding
 from volume_quota.config import DecideSettings, StatusSettings
 from volume_quota.config.commands import ConnectedSettings
 from volume_quota.config.sources import describe_setting
+from volume_quota.config.usage import DEFAULT_USAGE_INTERVAL_SECONDS, UsageSettings
 from volume_quota.daemons.publisher import serve_endpoints
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer
@@ -58,6 +60,8 @@ from volume_quota.logging_setup import get_logger, with_client_logger
 log = get_logger("volume_quota.consumer")
 
 LIVENESS_MAX_AGE_SECONDS = 30.0
+USAGE_INTERVALS_FRESH = 3
+"""A usage document older than this many usage intervals names no topic in a reason."""
 
 
 def utc_now() -> datetime:
@@ -66,6 +70,17 @@ def utc_now() -> datetime:
 
 def decision_policy(settings: DecideSettings) -> DecisionPolicy:
     return settings.decision_policy(valid_for_seconds=settings.decision_valid_for)
+
+
+def usage_stale_after(settings: DecideSettings) -> float:
+    """How old a usage document may be to name topics: 3 usage intervals (a sidecar's own
+    ``usage_interval``; a lone ``decide`` assumes the default one)."""
+    interval = (
+        settings.usage_interval
+        if isinstance(settings, UsageSettings)
+        else DEFAULT_USAGE_INTERVAL_SECONDS
+    )
+    return USAGE_INTERVALS_FRESH * interval
 
 
 def signature_ca_file(settings: StatusSettings | DecideSettings) -> Path | None:
@@ -142,15 +157,19 @@ def announce_override_trust(settings: StatusSettings | DecideSettings) -> None:
 
 
 class KafkaClients:
-    """The reader and the live-broker source, both built from the current TLS files."""
+    """The readers and the live-broker source, all built from the current TLS files (the
+    usage reader only when ``usage_topic`` is given: the decider's, not ``status``'s)."""
 
-    def __init__(self, settings: ConnectedSettings) -> None:
+    def __init__(self, settings: ConnectedSettings, usage_topic: str | None = None) -> None:
         connection = settings.required_kafka_connection()
         config: Mapping[str, Any] = with_client_logger(
             consumer_config(connection, settings.broker_id, settings.consumer_group)
         )
         self.reader = SnapshotTopicReader(_new_consumer, config, settings.topic)
         self.override_reader = SnapshotTopicReader(_new_consumer, config, settings.override_topic)
+        self.usage_reader = (
+            None if usage_topic is None else SnapshotTopicReader(_new_consumer, config, usage_topic)
+        )
         admin_settings = {key: value for key, value in config.items() if key not in ("group.id",)}
         self._admin = AdminClient(admin_settings)
         self._topic = settings.topic
@@ -159,11 +178,31 @@ class KafkaClients:
         return describe_live_brokers(self._admin, self._topic, LOOKUP_TIMEOUT_SECONDS)
 
     def close(self) -> None:
-        for reader in (self.reader, self.override_reader):
+        for reader in (self.reader, self.override_reader, self.usage_reader):
+            if reader is None:
+                continue
             try:
                 reader.close()
             except Exception as error:  # closing a broken client must not stop the daemon
                 log.warning("closing a topic reader failed", error=str(error))
+
+
+def usage_follower(
+    clients: KafkaClients,
+    registry: CollectorRegistry,
+    signatures: SignaturePolicy,
+    settings: DecideSettings,
+) -> UsageFollower | None:
+    """What names, in a reason, the topics filling a volume (the usage topic's follower)."""
+    if clients.usage_reader is None:
+        return None
+    return UsageFollower(
+        clients.usage_reader,
+        registry,
+        mode=signatures.mode,
+        trust=signatures.trust,
+        stale_after_seconds=usage_stale_after(settings),
+    )
 
 
 def _new_consumer(config: Mapping[str, Any]) -> Consumer:
@@ -196,7 +235,7 @@ class DecideDaemon:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ConsumerMetrics(self.registry)
         self.state = ClusterState(decision_policy(settings))
-        self._clients = KafkaClients(settings)
+        self._clients = KafkaClients(settings, settings.usage_topic)
         self.service = DecisionService(
             self.state,
             source=self._clients.reader,
@@ -210,6 +249,7 @@ class DecideDaemon:
                 reconnect_when_quiet_seconds=settings.stale_after / 2,
             ),
             signatures=(signatures := signature_policy(settings)),
+            usage=(usage := usage_follower(self._clients, self.registry, signatures, settings)),
             overrides=(
                 overrides := OverrideFollower(
                     self._clients.override_reader,
@@ -223,6 +263,7 @@ class DecideDaemon:
         self.operators: OverridePolicy = operators
         """The override trust in force (rebuilt when a CA bundle changes)."""
         self._overrides = overrides
+        self._usage = usage
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
             serve_endpoints(settings, self.registry, self.liveness, self.readiness)
@@ -291,7 +332,7 @@ class DecideDaemon:
             log.warning("rotated TLS files refused; keeping the Kafka clients", error=refusal)
             return
         try:
-            clients = KafkaClients(self._settings)
+            clients = KafkaClients(self._settings, self._settings.usage_topic)
         except Exception as error:  # e.g. new certificate already there, new key not yet
             log.warning("rotated TLS files not usable yet", error=str(error))
             return
@@ -307,6 +348,9 @@ class DecideDaemon:
         self.service.replace_signatures(signatures)
         self._overrides.replace_policy(operators)
         self.signatures, self.operators = signatures, operators
+        if self._usage is not None and clients.usage_reader is not None:
+            self._usage.replace_signatures(signatures.mode, signatures.trust)
+            self._usage.replace_source(clients.usage_reader)
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients and signature trust rebuilt")

@@ -55,6 +55,7 @@ class Scene:
     loader: BulkLoader | None = None
     history: dict[str, list[float]] = field(default_factory=dict)
     decisions_seen: list[str] = field(default_factory=list)
+    status_command: str = ""
 
 
 def filesystem_note(scene: Scene) -> str:
@@ -153,6 +154,7 @@ def _view(scene: Scene, story: Story | None, tick: Tick) -> View:
         pause_rate=plan.PAUSE_RATE,
         filesystem_note=filesystem_note(scene),
         log_file=scene.log_file,
+        status_command=scene.status_command,
         filled_bytes=scene.loader.written if scene.loader else 0,
         timings=dict(story.timings) if story else {},
     )
@@ -188,7 +190,12 @@ def _look(scene: Scene, started: float) -> Tick:
 
 def run_scene(scene: Scene, output: Output) -> int:
     """Run until the story ends (fill) or --duration passes; 0 unless a phase failed."""
-    output.event("notice", text=filesystem_note(scene), limits=_limits_fields(scene))
+    output.event(
+        "notice",
+        text=filesystem_note(scene),
+        limits=_limits_fields(scene),
+        statusCommand=scene.status_command,
+    )
     story = Story(pause_rate=plan.PAUSE_RATE) if scene.scenario == "fill" else None
     if story is not None:
         _start_producers(scene)
@@ -269,7 +276,15 @@ def _sample(scene: Scene, output: Output, story: Story | None, tick: Tick) -> No
         rates={name: round(rate) for name, rate in rates.items()},
         freeBytes=free_bytes(scene.breaching_dir),
         filledBytes=scene.loader.written if scene.loader else 0,
+        topics=filling_topics(first),
     )
+
+
+def filling_topics(decision: QuotaDecision | None) -> list[str]:
+    """The topics the decision's reasons name as growing fastest on a volume past a limit."""
+    if decision is None:
+        return []
+    return [topic.topic for reason in decision.reasons for topic in reason.top_topics or []]
 
 
 def _limits_fields(scene: Scene) -> dict[str, Any]:

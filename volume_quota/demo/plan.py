@@ -8,7 +8,9 @@ brokers keep protective limits that only a really full disk would reach.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from consumer.reasons import human_bytes
 
@@ -32,6 +34,9 @@ PAUSE_RATE = 128 * 1024
 """volume.quota.pause.bytes.per.second: the floor, 1/8 of base (three halvings away)."""
 FILL_RATE = 16 * MIB
 """Pace of the bulk load: the THROTTLE zone takes about 25 s to cross."""
+
+USAGE_INTERVAL_S = 5
+"""How often each sidecar surveys its topics: the filling topic is named within seconds."""
 
 DEMO_TOPIC = "volume-quota-demo"
 LOADER = "bulk-loader"
@@ -161,6 +166,24 @@ def callback_properties(decision_file: str) -> dict[str, str]:
     }
 
 
+def status_config(bootstrap_servers: str, ca: Path, cert: Path, key: Path) -> str:
+    """A ``--config`` TOML file that connects ``volume-quota status`` to the demo cluster (as its
+    admin, who may describe every topic's retention)."""
+    values = {
+        "bootstrap_servers": bootstrap_servers,
+        "tls_ca_file": str(ca),
+        "tls_cert_file": str(cert),
+        "tls_key_file": str(key),
+    }
+    lines = [f"{name} = {json.dumps(value)}" for name, value in values.items()]
+    return "\n".join([*lines, "tls_verify_hostname = false", ""])
+
+
+def status_command(config_file: Path) -> str:
+    """What to run, beside the demo, to see which topics fill each volume."""
+    return f"volume-quota status --topics --config {config_file}"
+
+
 def sidecar_arguments(broker_id: int, limits: BrokerLimits, decision_file: str) -> list[str]:
     """`volume-quota sidecar` flags that are the same on every machine (no addresses, no TLS)."""
     return [
@@ -170,6 +193,7 @@ def sidecar_arguments(broker_id: int, limits: BrokerLimits, decision_file: str) 
         f"--decision-file={decision_file}",
         "--sample-interval=1s",
         "--heartbeat-interval=2s",
+        f"--usage-interval={USAGE_INTERVAL_S}s",
         "--change-threshold-percent=0",
         "--stale-after=10s",
         "--decision-valid-for=10s",

@@ -190,12 +190,15 @@ def _run(
         log_file=str(log_file),
         workers=resources.workers,
         sidecars=resources.sidecars,
+        status_command=plan.status_command(_status_config(cluster, workdir)),
     )
     return run_scene(scene, output)
 
 
 def _grant_demo_acls(cluster: LocalKafkaCluster, broker_count: int) -> None:
-    """Each producer principal, and the bulk load, may WRITE the demo topic and nothing else."""
+    """Each producer principal, and the bulk load, may WRITE the demo topic and nothing else;
+    the sidecars (``User:publisher``) may also READ the usage topic they publish, so that their
+    deciders name the topic filling a volume."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AclBinding,
         AclOperation,
@@ -204,7 +207,7 @@ def _grant_demo_acls(cluster: LocalKafkaCluster, broker_count: int) -> None:
         ResourceType,
     )
 
-    from local_cluster.acls import create_acls
+    from local_cluster.acls import PUBLISHER_PRINCIPAL, USAGE_TOPIC, allow, create_acls
 
     names = [producer.name for producer in plan.plan_producers(broker_count)] + [plan.LOADER]
     for name in names:
@@ -221,7 +224,22 @@ def _grant_demo_acls(cluster: LocalKafkaCluster, broker_count: int) -> None:
         )
         for name in names
     ]
+    bindings += allow(
+        ResourceType.TOPIC,
+        USAGE_TOPIC,
+        PUBLISHER_PRINCIPAL,
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+    )
     create_acls(cluster, bindings)
+
+
+def _status_config(cluster: LocalKafkaCluster, workdir: Path) -> Path:
+    """The ``--config`` file of the status command shown on the screen."""
+    admin = cluster.identity_files("admin")
+    path = workdir / "status.toml"
+    path.write_text(plan.status_config(cluster.bootstrap_servers, admin.ca, admin.cert, admin.key))
+    return path
 
 
 def _sidecar(

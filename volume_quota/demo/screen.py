@@ -15,7 +15,8 @@ from rich.text import Text
 
 from consumer.reasons import human_bytes
 from consumer.status_report import VolumeStatus
-from schemas.decision import QuotaDecision, QuotaState
+from consumer.topic_growth import TOPICS_INTRO, topics_text
+from schemas.decision import DecisionReason, QuotaDecision, QuotaState
 from volume_quota.demo.rates import RATE_WINDOW_S, human_rate, sparkline
 
 STATE_STYLES = {
@@ -50,6 +51,7 @@ class View:
     filesystem_note: str
     log_file: str
     filled_bytes: int = 0
+    status_command: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -61,6 +63,8 @@ def render(view: View) -> RenderableType:
         f"   log: {view.log_file}",
     )
     parts: list[RenderableType] = [header, Text(view.filesystem_note, style="dim")]
+    if view.status_command:
+        parts.append(Text(f"every topic: {view.status_command}", style="dim"))
     parts += [_volumes_table(view), _decision_panel(view)]
     if view.producers:
         parts.append(_producers_table(view))
@@ -104,9 +108,21 @@ def _decision_panel(view: View) -> Panel:
         f"   (the same on {view.brokers_agreeing} of {view.broker_count} brokers' decision files)",
     )
     reason = decision.reasons[0].detail if decision.reasons else "every volume is inside its limits"
+    reason = reason.split(TOPICS_INTRO)[0]  # named on a line of their own
+    filling = next((r for r in decision.reasons if r.top_topics), None)
+    if filling is not None:
+        reason += f"\n{_filling_line(filling)}"
     if view.filled_bytes:
         reason += f"\nbulk load written so far: {human_bytes(view.filled_bytes)}"
     return Panel(Group(line, Text(reason, style="dim")), title="cluster decision")
+
+
+def _filling_line(reason: DecisionReason) -> str:
+    """The topics growing fastest on the volume that drove the decision, from its reason."""
+    return (
+        f"filling broker {reason.broker_id}'s {reason.volume_name}: "
+        f"{topics_text(reason.top_topics or [])}"
+    )
 
 
 def _producers_table(view: View) -> Table:
