@@ -32,6 +32,24 @@ def test_log_dirs_reporting_the_same_filesystem_count_once() -> None:
     ]
 
 
+def test_a_write_between_the_brokers_reads_of_two_dirs_does_not_split_their_filesystem() -> None:
+    """Kafka reads each log dir's usable bytes at its own instant: on a busy broker two dirs of
+    one filesystem differ by what was written in between. They stay one volume, judged on the
+    smaller figure, so a merge never hides space that is gone."""
+    written_meanwhile = 3 * 1024 * 1024
+    measured = volumes_from_log_dirs(
+        [
+            LogDirReport("/data/a", None, TB, 400 * GIB),
+            LogDirReport("/data/b", None, TB, 400 * GIB - written_meanwhile),
+            LogDirReport("/data2", None, TB, 390 * GIB),  # another disk of the same size
+        ]
+    )
+    assert [(m.volume.log_dirs, m.free_bytes) for m in measured] == [
+        (("/data/a", "/data/b"), 400 * GIB - written_meanwhile),
+        (("/data2",), 390 * GIB),
+    ]
+
+
 def test_an_offline_log_dir_is_a_full_volume_of_its_own() -> None:
     (offline,) = volumes_from_log_dirs([LogDirReport("/data", "KAFKA_STORAGE_ERROR", -1, -1)])
     assert (offline.volume.name, offline.free_bytes) == ("/data", 0)
