@@ -10,20 +10,43 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]' -e deploy/local
 
+# The Java lane runs beside the Python checks (each mostly keeps one core busy): the broker
+# quota callback's JUnit tests (the Jazzer decoder fuzz target among them) and its jar, the
+# Strimzi recipe's validation, and the classpath of Kafka's own quota tests. Its output is shown
+# when it ends; a failure stops the run there.
+java_log="$(mktemp)"
+(
+    set -e
+    (cd deploy/broker-plugin && mvn -q -B package)
+    (cd deploy/strimzi/validation && mvn -q -B test)
+    bash tests/kafka_quota_suite/run-kafka-quota-tests.sh --resolve-only
+) >"$java_log" 2>&1 &
+java_lane=$!
+stop_tree() {
+    local child
+    for child in $(pgrep -P "$1" || true); do stop_tree "$child"; done
+    kill "$1" 2>/dev/null || true
+}
+trap 'stop_tree "$java_lane"; rm -f "$java_log"' EXIT
+
 echo "== static checks"
 python3 -m ruff check .
 python3 -m ruff format --check .
 python3 -m mypy
 
-echo "== broker quota callback (Java): JUnit tests and the jar (the decoder fuzz tests run it)"
-(cd deploy/broker-plugin && mvn -q -B package)
-(cd deploy/strimzi/validation && mvn -q -B test)
-echo "== Kafka's own quota tests: their test jars' classpath (Maven Central, cached by version)"
-bash tests/kafka_quota_suite/run-kafka-quota-tests.sh --resolve-only
-
 echo "== unit tests (no broker, no network, no image)"
 fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
 python3 -m pytest -q "${fast[@]}"
+
+echo "== Java: the broker quota callback (JUnit, the jar), the Strimzi recipe's validation,"
+echo "   the classpath of Kafka's own quota tests (Maven Central, cached by version)"
+java_status=0
+wait "$java_lane" || java_status=$?
+cat "$java_log"
+if [[ $java_status -ne 0 ]]; then
+    echo "the Java lane failed (exit status $java_status)" >&2
+    exit "$java_status"
+fi
 
 echo "== chart tools (helm built with go install, CRD validators from npm; cached)"
 bash deploy/helm/install-helm.sh
