@@ -17,7 +17,8 @@ What it cannot express is rewritten here, and every rewrite is listed in ``PlayF
 - containers' ``ports`` are dropped (the probes get the numbers their names stood for): podman
   4.3 makes each containerPort a port mapping, which it refuses with the host network, where the
   ports are the host's anyway;
-- the probes are dropped (not yet tried with podman 4.3's healthcheck translation);
+- the probes are taken out and run by ``kubelet_prober.py`` with the kubelet's rules (podman 4.3
+  has no readiness or startup probes);
 - a Secret volume becomes a ConfigMap volume holding the Secret's decoded data: podman 4.3 mounts
   a Secret's ``data`` still base64-encoded (and crashes on a Secret volume without
   ``optional``, podman issue 16636);
@@ -286,6 +287,9 @@ class PlayFile:
     rewrites: list[str] = field(default_factory=list)
     host_names: list[str] = field(default_factory=list)
     hosts_file: Path | None = None
+    probes: dict[str, dict[str, Json]] = field(default_factory=dict)
+    """container -> probe kind -> probe, ports as numbers: taken out of the pod, run by
+    tests/pods/kubelet_prober.py."""
 
     @property
     def pod(self) -> Json:
@@ -354,15 +358,16 @@ def play_file(
                 "restartPolicy: Always -> OnFailure (podman 4.3 applies it to the init containers "
                 "too, and would run them again each time they finish)"
             )
+    probes: dict[str, dict[str, Json]] = {}
     for container in spec.get("initContainers", []) + spec.get("containers", []):
         rewrites += _without_port_mappings(container)
-        probes = [p for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in container]
-        for probe in probes:
-            del container[probe]
-        if probes:
+        kinds = [p for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in container]
+        if kinds:
+            probes[container["name"]] = {kind: container.pop(kind) for kind in kinds}
             rewrites.append(
-                f"container {container['name']} probes: {', '.join(probes)} dropped (podman 4.3 "
-                "has no kubelet prober; kept out until tried)"
+                f"container {container['name']} probes: {', '.join(kinds)} run by "
+                "tests/pods/kubelet_prober.py instead (podman 4.3 has no readiness or startup "
+                "probes)"
             )
     documents: list[Json] = [_plain_object(c) for c in config_maps]
     by_name = {s["metadata"]["name"]: s for s in secrets}
@@ -414,7 +419,7 @@ def play_file(
             "network)"
         )
     documents.append(plain_pod)
-    return PlayFile(documents, rewrites, names, hosts_file)
+    return PlayFile(documents, rewrites, names, hosts_file, probes)
 
 
 def fetch_play_file(

@@ -33,6 +33,7 @@ from tests.kubernetes.cluster_checks import (
     wait_for_bound_pods,
 )
 from tests.kubernetes.control_plane import ControlPlane, Json
+from tests.pods.kubelet_prober import KubeletProber
 from tests.pods.pod_play import (
     PlayedPod,
     fetch_play_file,
@@ -59,6 +60,7 @@ class Release:
     hosts: list[str]
     work: Path
     played: list[PlayedPod]
+    prober: KubeletProber
 
 
 def install_settings(kafka: str, sidecar: str, ports: dict[str, int]) -> list[str]:
@@ -136,9 +138,12 @@ def release(control_plane: ControlPlane) -> Iterator[Release]:
         )
         played += [broker, acl]
         remove_pods(played)
+        prober = KubeletProber(broker.play.probes)
         broker.start()
+        prober.start()
         acl.start()
-        yield Release(broker, acl, ports, hosts, work, played)
+        yield Release(broker, acl, ports, hosts, work, played, prober)
+        prober.stop()
     finally:
         if played:
             remove_pods(played)
@@ -315,3 +320,32 @@ def test_helm_test_passes_once_the_sidecar_is_ready(
     readyz = f"http://{BROKER_POD}."
     assert f"ready     {readyz}" in logs, logs
     assert '"state": "OPEN"' in logs.split("decision:", 1)[1], logs
+
+
+def test_the_charts_probes_pass_as_a_kubelet_would_run_them(release: Release) -> None:
+    """The broker's and the sidecar's startup, readiness and liveness probes, run from the
+    pod's start with the kubelet's rules (kubelet_prober.py): both containers become ready, and
+    no probe fails often enough that a kubelet would have restarted a container, through the
+    broker's start and every test above."""
+    prober = release.prober
+    probes = release.broker.play.probes
+    assert set(probes["kafka"]) == {"startupProbe", "readinessProbe", "livenessProbe"}
+    # The sidecar has a liveness probe only: the pod's readiness is its broker's (see
+    # docs/kubernetes.md, "The sidecar has no readiness probe").
+    assert set(probes["volume-quota"]) == {"livenessProbe"}
+    (sidecar_liveness,) = [t for t in prober.tracks if t.container == "volume-quota"]
+    release.broker.wait_for(
+        lambda: prober.ready_at("kafka") is not None and sidecar_liveness.succeeded_at is not None,
+        "the broker ready by its readiness probe and the sidecar's liveness probe answering",
+        BROKER_START_TIMEOUT_S,
+    )
+    for track in prober.tracks:
+        print(
+            f"{track.container} {track.kind}: {len(track.results)} probes, first success "
+            f"{track.succeeded_at:.0f} s after kube play, "
+            f"failures {sum(not ok for _, ok, _ in track.results)}"
+        )
+    assert prober.restarts_due() == []
+    probed = {(t.container, t.kind) for t in prober.tracks if t.results}
+    assert ("volume-quota", "livenessProbe") in probed
+    assert ("kafka", "livenessProbe") in probed
