@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,3 +20,24 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def du_bytes(*paths: Path) -> int:
+    """What ``du`` counts for ``paths`` together: allocated bytes, the figure sidecars report."""
+    output = subprocess.run(
+        ["du", "-s", "-c", "--block-size=1", *map(str, paths)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return int(output.splitlines()[-1].split()[0])
+
+
+def partition_dirs(data_dirs: tuple[Path, ...], topic: str) -> list[Path]:
+    """The ``<topic>-<partition>`` directories of ``topic`` in a broker's log dirs."""
+    return [
+        path
+        for data_dir in data_dirs
+        for path in data_dir.iterdir()
+        if path.name.rpartition("-")[0] == topic
+    ]

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from local_cluster import LocalKafkaCluster, grant_sidecar_acls, issue_client
 from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC, USAGE_TOPIC, allow, create_acls
 from tests.publisher.daemon_harness import DaemonProcess
 from tests.real_broker.kafka_helpers import create_topic, produce
+from tests.support import du_bytes, partition_dirs
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(420)]
 
@@ -85,25 +85,6 @@ def _write(cluster: LocalKafkaCluster, stop: threading.Event) -> None:
         produce(admin, STEADY, [(b"k%d" % i, bytes(8000)) for i in range(10)])
         produce(admin, SLOW, [(b"k", bytes(16000))])
         stop.wait(0.5)
-
-
-def du_bytes(*paths: Path) -> int:
-    output = subprocess.run(
-        ["du", "-s", "-c", "--block-size=1", *map(str, paths)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return int(output.splitlines()[-1].split()[0])
-
-
-def partition_dirs(data_dirs: tuple[Path, ...], topic: str) -> list[Path]:
-    return [
-        path
-        for data_dir in data_dirs
-        for path in data_dir.iterdir()
-        if path.name.rpartition("-")[0] == topic
-    ]
 
 
 def run_status(

@@ -21,6 +21,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
     NewTopic,
 )
 
+from local_cluster import LocalKafkaCluster
+from local_cluster.acls import USAGE_TOPIC
 from local_cluster.probe import CLIENT_LOG
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -260,3 +262,37 @@ def _read_exactly(sock: ssl.SSLSocket, count: int) -> bytes | None:
             return None
         data += chunk
     return data
+
+
+UsageRecord = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
+
+
+def usage_records(cluster: LocalKafkaCluster, group: str) -> list[UsageRecord]:
+    """Every record of the usage topic so far (key, value, headers), read as the admin."""
+    consumer = Consumer(
+        {**quiet(cluster.client_config("admin")), "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(USAGE_TOPIC, 0), timeout=10)
+        except KafkaException:  # the topic does not exist (yet)
+            return []
+        consumer.assign([TopicPartition(USAGE_TOPIC, 0, low)])
+        records: list[UsageRecord] = []
+        deadline = time.monotonic() + 30
+        while len(records) < high - low and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            value = message.value()
+            assert value is not None
+            raw = message.headers() or []
+            pairs = list(raw.items()) if isinstance(raw, dict) else raw
+            headers = [
+                (name, header.encode() if isinstance(header, str) else header or b"")
+                for name, header in pairs
+            ]
+            records.append((message.key(), value, headers))
+        return records
+    finally:
+        consumer.close()

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
@@ -39,7 +38,7 @@ from schemas.snapshot import snapshot_key
 from schemas.usage import TopicUsageDocument
 from tests.support import wait_for
 
-from .kafka_helpers import create_topic, produce, quiet
+from .kafka_helpers import create_topic, produce, usage_records
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(420)]
 
@@ -98,42 +97,6 @@ def agent_command(cluster: LocalKafkaCluster) -> list[str]:
     ]
 
 
-def usage_records(cluster: LocalKafkaCluster) -> list[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
-    """Every record of the usage topic so far (key, value, headers)."""
-    consumer = Consumer(
-        {
-            **quiet(cluster.client_config("admin")),
-            "group.id": "volume-quota-agent-usage-tests",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(USAGE_TOPIC, 0), timeout=10)
-        except KafkaException:  # not created yet
-            return []
-        consumer.assign([TopicPartition(USAGE_TOPIC, 0, low)])
-        records: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
-        deadline = time.monotonic() + 30
-        while len(records) < high - low and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error() is not None:
-                continue
-            key, value = message.key(), message.value()
-            assert key is not None
-            assert value is not None
-            raw = message.headers() or []
-            pairs = list(raw.items()) if isinstance(raw, dict) else raw
-            headers = [
-                (name, header.encode() if isinstance(header, str) else header or b"")
-                for name, header in pairs
-            ]
-            records.append((key, value, headers))
-        return records
-    finally:
-        consumer.close()
-
-
 def sidecar_survey(cluster: LocalKafkaCluster, broker: int) -> dict[str, tuple[int, int]]:
     """(bytes, partitions) per topic, as the sidecar's survey finds them in the broker's log
     dirs."""
@@ -179,7 +142,7 @@ def test_the_agent_publishes_each_brokers_usage_as_the_sidecar_counts_it(
 
         def documents_after_stop() -> dict[int, TopicUsageDocument]:
             found: dict[int, TopicUsageDocument] = {}
-            for key, value, _headers in usage_records(cluster):
+            for key, value, _headers in usage_records(cluster, "volume-quota-agent-usage-tests"):
                 document = decode_usage(value, key)
                 assert isinstance(document, TopicUsageDocument), document
                 assert key == snapshot_key(document.broker_id)
@@ -226,7 +189,7 @@ def test_the_agent_publishes_each_brokers_usage_as_the_sidecar_counts_it(
 def test_the_agents_usage_records_are_signed_by_its_certificate(
     cluster: LocalKafkaCluster,
 ) -> None:
-    records = usage_records(cluster)
+    records = usage_records(cluster, "volume-quota-agent-usage-tests")
     assert records, "the previous test ran the agent"
     identity = cluster.identity_files("agent")
     ca = x509.load_pem_x509_certificate(identity.ca.read_bytes())

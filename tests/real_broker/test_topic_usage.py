@@ -6,7 +6,6 @@ publisher's certificate and decodes only as a usage document."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -14,18 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from cryptography import x509
 
 from consumer.signatures import SignatureTrust, check_signature
 from local_cluster import LocalKafkaCluster, grant_sidecar_acls
-from local_cluster.acls import USAGE_TOPIC
 from schemas.decode import decode_usage
 from schemas.usage import TopicUsageDocument
 from tests.publisher.daemon_harness import DaemonProcess, metric_values
-from tests.support import wait_for
+from tests.support import du_bytes, partition_dirs, wait_for
 
-from .kafka_helpers import create_topic, produce, quiet
+from .kafka_helpers import create_topic, produce, usage_records
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
@@ -62,60 +59,6 @@ def writer(cluster: LocalKafkaCluster) -> Iterator[threading.Event]:
     thread.join(timeout=60)
 
 
-def usage_records(
-    cluster: LocalKafkaCluster,
-) -> list[tuple[bytes | None, bytes, list[tuple[str, bytes | None]]]]:
-    """Every record of the usage topic so far, with its headers."""
-    consumer = Consumer(
-        {**quiet(cluster.client_config("admin")), "group.id": GROUP, "enable.auto.commit": False}
-    )
-    try:
-        try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(USAGE_TOPIC, 0), timeout=10)
-        except KafkaException:  # the topic does not exist (yet)
-            return []
-        consumer.assign([TopicPartition(USAGE_TOPIC, 0, low)])
-        records: list[tuple[bytes | None, bytes, list[tuple[str, bytes | None]]]] = []
-        deadline = time.monotonic() + 30
-        while len(records) < high - low:
-            if time.monotonic() > deadline:
-                break
-            message = consumer.poll(0.5)
-            if message is None or message.error() is not None:
-                continue
-            value = message.value()
-            assert value is not None
-            raw = message.headers() or []
-            pairs = list(raw.items()) if isinstance(raw, dict) else raw
-            headers = [
-                (name, header.encode() if isinstance(header, str) else header)
-                for name, header in pairs
-            ]
-            records.append((message.key(), value, headers))
-        return records
-    finally:
-        consumer.close()
-
-
-def du_bytes(*paths: Path) -> int:
-    output = subprocess.run(
-        ["du", "-s", "-c", "--block-size=1", *map(str, paths)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return int(output.splitlines()[-1].split()[0])
-
-
-def partition_dirs(data_dirs: tuple[Path, ...], topic: str) -> list[Path]:
-    return [
-        path
-        for data_dir in data_dirs
-        for path in data_dir.iterdir()
-        if path.name.rpartition("-")[0] == topic
-    ]
-
-
 def test_the_usage_document_names_both_topics_with_what_du_counts(
     cluster: LocalKafkaCluster, writer: threading.Event, tmp_path: Path
 ) -> None:
@@ -142,7 +85,7 @@ def test_the_usage_document_names_both_topics_with_what_du_counts(
 
         def after_stop() -> list[TopicUsageDocument]:
             found = []
-            for key, value, _headers in usage_records(cluster):
+            for key, value, _headers in usage_records(cluster, GROUP):
                 document = decode_usage(value, key)
                 assert isinstance(document, TopicUsageDocument), document
                 if document.surveyed_at >= stopped_at:
@@ -177,7 +120,7 @@ def test_the_usage_document_names_both_topics_with_what_du_counts(
 def test_usage_records_are_signed_by_the_publisher_certificate(
     cluster: LocalKafkaCluster,
 ) -> None:
-    records = usage_records(cluster)
+    records = usage_records(cluster, GROUP)
     assert records, "the previous test published usage documents"
     identity = cluster.identity_files("publisher")
     ca = x509.load_pem_x509_certificate(identity.ca.read_bytes())
