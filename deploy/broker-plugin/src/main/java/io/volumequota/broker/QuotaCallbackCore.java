@@ -115,7 +115,12 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
                 chosen.addResetFlag(produceResetPending);
                 chosen.start();
             } else {
-                chosen = QuotaEngine.acquire(parsed);
+                if (!JmxObservedRates.jmxReporterListed(configs)) {
+                    LOG.warn("volume-quota callback #{}: {} does not list {}: the broker's byte rates cannot be"
+                            + " read, the fallback rule applies (observed-rate-available 0)", instance,
+                            JmxObservedRates.METRIC_REPORTERS, JmxObservedRates.JMX_REPORTER);
+                }
+                chosen = QuotaEngine.acquire(parsed, JmxObservedRates.forBroker(configs));
                 chosen.addResetFlag(produceResetPending);
             }
             produceResetPending.set(true); // sensors may exist already (a second role's instance)

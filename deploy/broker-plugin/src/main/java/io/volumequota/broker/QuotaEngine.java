@@ -180,12 +180,12 @@ final class QuotaEngine {
     }
 
     /** The process-wide engine for this configuration, started on first use. */
-    static QuotaEngine acquire(VolumeQuotaConfig config) {
+    static QuotaEngine acquire(VolumeQuotaConfig config, ObservedRates rates) {
         synchronized (SHARED) {
             QuotaEngine engine = SHARED.get(config);
             if (engine == null) {
                 engine = new QuotaEngine(config, Clock.systemUTC(), () -> System.nanoTime() / 1_000_000,
-                        new JmxObservedRates(), KafkaDecisionLog.FACTORY);
+                        rates, KafkaDecisionLog.FACTORY);
                 engine.start();
                 SHARED.put(config, engine);
                 LOG.info("volume-quota engine #{} started (shared by every callback of this process with the same"

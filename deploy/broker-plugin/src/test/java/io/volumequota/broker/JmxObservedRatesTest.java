@@ -2,6 +2,9 @@ package io.volumequota.broker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -81,5 +84,19 @@ class JmxObservedRatesTest {
             assertEquals(rates.get("alice") / 2, rates.get("CN=ops,O=example"), 1e-9);
             assertFalse(rates.containsKey("bob"));
         }
+    }
+
+    @Test
+    void withoutJmxReporterInMetricReportersTheRatesAreNeverAvailable() {
+        ObservedRates rates = JmxObservedRates.forBroker(Map.of("metric.reporters", "com.example.OtherReporter"));
+        assertThrows(IllegalStateException.class, rates::produceByteRates);
+        assertFalse(JmxObservedRates.jmxReporterListed(Map.of("metric.reporters", "")));
+        // Kafka's default metric.reporters lists JmxReporter; a list value is read like a string.
+        assertTrue(JmxObservedRates.jmxReporterListed(Map.of()));
+        assertTrue(JmxObservedRates.jmxReporterListed(
+                Map.of("metric.reporters", "com.example.A, org.apache.kafka.common.metrics.JmxReporter")));
+        assertTrue(JmxObservedRates.jmxReporterListed(
+                Map.of("metric.reporters", List.of("org.apache.kafka.common.metrics.JmxReporter"))));
+        assertInstanceOf(JmxObservedRates.class, JmxObservedRates.forBroker(Map.of()));
     }
 }
