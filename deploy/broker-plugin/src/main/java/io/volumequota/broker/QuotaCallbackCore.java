@@ -1,10 +1,14 @@
 package io.volumequota.broker;
 
 import java.time.Clock;
+import java.util.Collection;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -74,6 +78,8 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     /** Kafka's own quotas per type, as the operator set them (null before configure). */
     private volatile Map<ClientQuotaType, OperatorQuotas> operator;
     private volatile VolumeQuotaConfig config;
+    /** Kafka's KRaft setting naming the node's roles ({@code broker}, {@code controller}). */
+    static final String PROCESS_ROLES = "process.roles";
     private volatile QuotaEngine engine;
     private volatile boolean closed;
 
@@ -109,6 +115,13 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
                 LOG.warn("volume-quota callback #{}: {}", instance, warning);
             }
             operator = kafkasOwnQuotas();
+            if (controllerOnly(configs)) {
+                config = parsed;
+                LOG.info("volume-quota callback #{} configured on a controller-only node (process.roles={}): no"
+                        + " engine and no decision reader, Kafka's own quotas only (controllers serve no PRODUCE)",
+                        instance, configs.get(PROCESS_ROLES));
+                return;
+            }
             QuotaEngine chosen;
             if (testWall != null) {
                 chosen = new QuotaEngine(parsed, testWall, testMono, testRates, decisionLogs);
@@ -142,6 +155,18 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         }
     }
 
+    /** Whether the node is a KRaft controller and no broker ({@code process.roles}). */
+    static boolean controllerOnly(Map<String, ?> configs) {
+        Object value = configs.get(PROCESS_ROLES);
+        if (value == null) {
+            return false;
+        }
+        Collection<?> roles = value instanceof Collection<?> list ? list : List.of(value.toString().split(","));
+        Set<String> names = new HashSet<>();
+        roles.forEach(role -> names.add(String.valueOf(role).trim()));
+        return names.contains("controller") && !names.contains("broker");
+    }
+
     /** One {@link OperatorQuotas} per quota type, as the broker's four quota managers have. */
     private Map<ClientQuotaType, OperatorQuotas> kafkasOwnQuotas() {
         Map<ClientQuotaType, OperatorQuotas> quotas = new EnumMap<>(ClientQuotaType.class);
@@ -171,8 +196,9 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             }
             try {
                 String client = clientId == null ? "" : clientId;
-                if (secondLookup.isNewRequest(principal.getName(), client)) {
-                    engine.onProduceRequest(principal.getName(), client);
+                QuotaEngine current = engine; // none on a controller-only node
+                if (current != null && secondLookup.isNewRequest(principal.getName(), client)) {
+                    current.onProduceRequest(principal.getName(), client);
                 }
             } catch (Throwable t) {
                 // Counting is best effort; never fail a request over it.

@@ -6,6 +6,8 @@ import static io.volumequota.broker.TestSupport.eventually;
 import static io.volumequota.broker.TestSupport.writeAtomically;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -227,6 +229,31 @@ class FailSafeTest {
         } finally {
             broker.close();
             controller.close();
+        }
+    }
+
+    @Test
+    void aControllerOnlyNodeStartsNoEngineAndKeepsKafkasOwnQuotas() throws Exception {
+        write("PAUSE", 0.0, Duration.ofMinutes(5));
+        Map<String, Object> config = new HashMap<>(config(20, Map.of()));
+        config.put("process.roles", "controller");
+        VolumeQuotaCallback controllerOnly = new VolumeQuotaCallback();
+        controllerOnly.configure(config);
+        try {
+            assertNull(controllerOnly.engine(), "no engine: controllers serve no PRODUCE request");
+            assertNull(controllerOnly.pollerThread(), "no poller thread, no decision reader");
+            assertNull(controllerOnly.quotaLimit(ClientQuotaType.PRODUCE, Map.of("user", "alice", "client-id", "")),
+                    "no operator quota set, none of ours");
+        } finally {
+            controllerOnly.close();
+        }
+        config.put("process.roles", "broker,controller");
+        VolumeQuotaCallback combined = new VolumeQuotaCallback();
+        combined.configure(config);
+        try {
+            assertNotNull(combined.engine(), "a combined node serves PRODUCE: it has the engine");
+        } finally {
+            combined.close();
         }
     }
 
