@@ -133,8 +133,10 @@ def check_signature(
     broker's certificate expired keeps counting after a restart; an expired key can only vouch
     for something dated before it expired, which is stale by then (the rule never lets a stale
     "fine" open the cluster for a live broker)."""
-    at = now if signed_at is None else min(now, signed_at)
-    verified = verify_signed_message(key, value, headers, trust.ca_certificates, at)
+    expiry_at = now if signed_at is None else min(now, signed_at)
+    verified = verify_signed_message(
+        key, value, headers, trust.ca_certificates, now, expiry_at=expiry_at
+    )
     if isinstance(verified, SignatureCheck):
         return verified
     signer = verified.subject.rfc4514_string()
@@ -180,9 +182,15 @@ def verify_signed_message(
     headers: Sequence[tuple[str, bytes | None]],
     ca_certificates: Sequence[x509.Certificate],
     now: datetime,
+    *,
+    expiry_at: datetime | None = None,
 ) -> x509.Certificate | SignatureCheck:
     """The signer's certificate when steps 1 to 3 hold (signed, by a certificate a trusted CA
-    issued and valid now, and the signature verifies), else the failed check."""
+    issued and valid now, and the signature verifies), else the failed check. With
+    ``expiry_at`` (earlier than now: the instant the message claims), the certificates must
+    have started by now and not have expired by then: a message made before its signer
+    expired keeps its signature."""
+    until = now if expiry_at is None else min(now, expiry_at)
     found = {name: content for name, content in headers if content is not None}
     signature, certificate_der = found.get(SIGNATURE_HEADER), found.get(SIGNER_HEADER)
     if signature is None or certificate_der is None:
@@ -192,11 +200,11 @@ def verify_signed_message(
         signer = certificate.subject.rfc4514_string()
     except ValueError as error:
         return SignatureCheck(SignatureOutcome.MALFORMED, f"unreadable certificate: {error}")
-    if not _issued_by_trusted_ca(certificate, ca_certificates, now):
+    if not _issued_by_trusted_ca(certificate, ca_certificates, now, until):
         return SignatureCheck(
             SignatureOutcome.UNTRUSTED_CERTIFICATE, "not issued by a trusted CA", signer
         )
-    if not certificate.not_valid_before_utc <= now <= certificate.not_valid_after_utc:
+    if not _valid(certificate, now, until):
         return SignatureCheck(
             SignatureOutcome.EXPIRED_CERTIFICATE,
             f"valid {certificate.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
@@ -208,11 +216,19 @@ def verify_signed_message(
     return certificate
 
 
+def _valid(certificate: x509.Certificate, now: datetime, until: datetime) -> bool:
+    """Started by ``now`` and not expired by ``until`` (``until`` <= ``now``)."""
+    return certificate.not_valid_before_utc <= now and until <= certificate.not_valid_after_utc
+
+
 def _issued_by_trusted_ca(
-    certificate: x509.Certificate, authorities: Sequence[x509.Certificate], now: datetime
+    certificate: x509.Certificate,
+    authorities: Sequence[x509.Certificate],
+    now: datetime,
+    until: datetime,
 ) -> bool:
     for authority in authorities:
-        if not _may_issue_certificates(authority, now):
+        if not _may_issue_certificates(authority, now, until):
             continue
         try:
             certificate.verify_directly_issued_by(authority)
@@ -222,10 +238,10 @@ def _issued_by_trusted_ca(
     return False
 
 
-def _may_issue_certificates(authority: x509.Certificate, now: datetime) -> bool:
+def _may_issue_certificates(authority: x509.Certificate, now: datetime, until: datetime) -> bool:
     """A CA certificate vouches for a signer only while it is valid, marked ``CA:TRUE`` and,
     where it states its key usage, allowed to sign certificates (RFC 5280, 4.2.1.3 and 4.2.1.9)."""
-    if not authority.not_valid_before_utc <= now <= authority.not_valid_after_utc:
+    if not _valid(authority, now, until):
         return False
     extensions = authority.extensions
     try:

@@ -126,6 +126,16 @@ def test_a_signature_is_judged_at_the_instant_the_message_claims_if_that_is_earl
     assert ahead.outcome is SignatureOutcome.EXPIRED_CERTIFICATE
 
 
+def test_a_message_dated_before_a_valid_certificate_was_issued_still_verifies() -> None:
+    # A replayed or late snapshot signed now: its date says nothing of the certificate's start
+    # (the rule supersedes it as old); only expiry is judged at the claimed instant.
+    headers = signer("kafka-2").headers(b"2", FULL)
+    now = dt.datetime.now(dt.UTC)
+    week_old = now - dt.timedelta(days=7)
+    check = check_signature(b"2", FULL, headers, TRUST, now, signed_at=week_old)
+    assert check.outcome is SignatureOutcome.VALID
+
+
 def test_garbage_in_the_headers_is_malformed_never_an_exception() -> None:
     headers = [(SIGNATURE_HEADER, b"\x00" * 64), (SIGNER_HEADER, b"not a certificate")]
     assert outcome(headers) is SignatureOutcome.MALFORMED
