@@ -19,7 +19,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC
+from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC, USAGE_TOPIC
 from local_cluster.cluster import LocalKafkaCluster
 from local_cluster.errors import LocalClusterError
 from publisher.topic_requirements import TopicRequirements
@@ -39,12 +39,17 @@ TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
     # Every record stamped with the broker's clock: a decider refuses an override whose setAt
     # is far from it (written to take effect later, or an old one written again).
     OVERRIDE_TOPIC: OverrideTopicRequirements(name=OVERRIDE_TOPIC).creation_config(),
+    # As a sidecar or the cluster agent creates it (PublishSettings.usage_topic_requirements):
+    # only each broker's latest usage document matters.
+    USAGE_TOPIC: TopicRequirements(
+        name=USAGE_TOPIC, min_compaction_lag_seconds=0.0
+    ).creation_config(),
 }
 _TIMEOUT_S = 30.0
 
 
 def create_volume_quota_topics(cluster: LocalKafkaCluster, *, replication_factor: int = -1) -> None:
-    """Create the three topics (one partition each) as ``User:admin``. A topic that exists
+    """Create the four topics (one partition each) as ``User:admin``. A topic that exists
     already, e.g. created by a sidecar, gets the cap set (the other settings are its creator's).
     Idempotent."""
     admin = AdminClient(cluster.client_config("admin"))
