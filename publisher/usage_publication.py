@@ -38,6 +38,26 @@ POLL_SLICE_SECONDS = 0.25
 TOPIC_WAIT_SLICE_SECONDS = 0.5
 
 
+def wait_for_usage_topic(
+    ready: Callable[[], bool],
+    stop: threading.Event,
+    clock: Clock,
+    deadline: float,
+    metrics: PublisherMetrics,
+) -> bool:
+    """True once ``ready``; False on stop, or (counted and logged) at the monotonic
+    ``deadline``: the usage publishers of a sidecar and of the cluster agent wait alike."""
+    while not ready():
+        if stop.is_set():
+            return False
+        if clock.monotonic() >= deadline:
+            metrics.usage_failures.labels("topic").inc()
+            log.warning("usage topic not ready", detail="topic usage not published")
+            return False
+        stop.wait(TOPIC_WAIT_SLICE_SECONDS)
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class UsageSchedule:
     broker_id: int
@@ -91,15 +111,9 @@ class UsagePublisher:
     def _wait_for_topic(self) -> bool:
         """True once the usage topic is verified; False (counted) after one interval without."""
         deadline = self._clock.monotonic() + self._schedule.interval_seconds
-        while not self._topic_ready():
-            if self._stop.is_set():
-                return False
-            if self._clock.monotonic() >= deadline:
-                self._metrics.usage_failures.labels("topic").inc()
-                log.warning("usage topic not ready", detail="topic usage not published")
-                return False
-            self._stop.wait(TOPIC_WAIT_SLICE_SECONDS)
-        return True
+        return wait_for_usage_topic(
+            self._topic_ready, self._stop, self._clock, deadline, self._metrics
+        )
 
     def publish_once(self) -> bool:
         """One walk and one publication; True when the document was delivered. Never raises."""

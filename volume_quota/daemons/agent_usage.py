@@ -23,15 +23,18 @@ from publisher.publication_loop import Credentials
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.topic_usage import VolumeTopicUsage
-from publisher.usage_publication import UsagePublisher, UsageSchedule, UsageSinkFactory
+from publisher.usage_publication import (
+    UsagePublisher,
+    UsageSchedule,
+    UsageSinkFactory,
+    wait_for_usage_topic,
+)
 from volume_quota.certificate_files import TlsCredentials
 from volume_quota.config import PublishSettings
 from volume_quota.kafka_client_config import admin_config, producer_config
 from volume_quota.logging_setup import get_logger, with_client_logger
 
 log = get_logger("volume_quota.publisher")
-
-TOPIC_WAIT_SLICE_SECONDS = 0.5
 
 
 class BrokerLogDirs(Protocol):
@@ -147,15 +150,9 @@ class AgentUsagePublication:
             self._stop.wait(max(0.0, interval - elapsed))
 
     def _wait_for_topic(self, deadline: float) -> bool:
-        while not self.guard.ready.is_set():
-            if self._stop.is_set():
-                return False
-            if self._clock.monotonic() >= deadline:
-                self._metrics.usage_failures.labels("topic").inc()
-                log.warning("usage topic not ready", detail="topic usage not published")
-                return False
-            self._stop.wait(TOPIC_WAIT_SLICE_SECONDS)
-        return True
+        return wait_for_usage_topic(
+            self.guard.ready.is_set, self._stop, self._clock, deadline, self._metrics
+        )
 
     def publish_once(self) -> int:
         """One document per live broker; how many were delivered. Never raises."""
