@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclOperation,
     AdminClient,
@@ -87,11 +87,31 @@ def topic_exists(kafka: LocalKafkaCluster) -> bool:
     return topic is not None and topic.error is None and bool(topic.partitions)
 
 
-def delete_topic(kafka: LocalKafkaCluster) -> None:
+def topic_id(kafka: LocalKafkaCluster) -> str | None:
+    """The snapshot topic's id, None while it does not exist: a topic deleted and recreated by a
+    publisher between two looks has a new id."""
+    client = admin(kafka)
+    future = client.describe_topics(TopicCollection([SNAPSHOT_TOPIC]), request_timeout=10)
+    try:
+        return str(future[SNAPSHOT_TOPIC].result(timeout=10).topic_id)
+    except KafkaException as error:
+        if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        raise
+
+
+def delete_topic(kafka: LocalKafkaCluster) -> str | None:
+    """Delete the snapshot topic; returns once it is gone or already recreated (the running
+    publishers recheck every TOPIC_RECHECK_S and may recreate it before a look sees it gone).
+    Returns the deleted topic's id."""
+    deleted = topic_id(kafka)
     client = admin(kafka)
     futures = client.delete_topics([SNAPSHOT_TOPIC], operation_timeout=30)
     futures[SNAPSHOT_TOPIC].result(timeout=30)
-    wait_for("the topic to be gone", lambda: not topic_exists(kafka), 30, interval_s=0.5)
+    wait_for(
+        "the topic to be gone or recreated", lambda: topic_id(kafka) != deleted, 30, interval_s=0.5
+    )
+    return deleted
 
 
 def create_topic(kafka: LocalKafkaCluster, config: dict[str, str]) -> None:
@@ -201,13 +221,13 @@ def test_a_deleted_topic_is_recreated_by_the_running_publishers(healthy: FaultCl
     cluster = healthy
     pids = [sidecar.process.pid for sidecar in cluster.sidecars if sidecar.process is not None]
     start = time.monotonic()
-    delete_topic(cluster.kafka)
+    deleted = delete_topic(cluster.kafka)
     fail_safe_seen = False
 
     def recreated() -> bool:
         nonlocal fail_safe_seen
         fail_safe_seen = fail_safe_seen or cluster.all_fail_safe()
-        return topic_exists(cluster.kafka)
+        return topic_exists(cluster.kafka) and topic_id(cluster.kafka) not in (None, deleted)
 
     to_recreated = wait_for(
         "the publishers to recreate the topic", recreated, TOPIC_RECHECK_S + 15, interval_s=0.5
