@@ -3,8 +3,9 @@
 # Fast tier first (lint, types, the Java and Python unit tests), so a plain mistake fails in
 # minutes; then the builds (helm, a Kubernetes control plane, the images), then every suite that
 # needs them: chart and Kubernetes, systemd, the images, real filesystems, real Kafka brokers,
-# the fault matrix, end to end, Spark. Nothing is deselected: the two pytest runs below take
-# disjoint halves of tests/, and the second one takes every folder the first does not name.
+# the fault matrix, end to end, Spark. Nothing is deselected: the fast tier and the two lanes of
+# slow suites take disjoint parts of tests/, and the first lane takes every folder the others do
+# not name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,10 +69,33 @@ fi
 
 # tests/real_broker/test_broker_clock_ahead.py runs one broker under libfaketime (Debian's).
 bash tests/real_broker/install-faketime.sh >/dev/null
-echo "== every other suite"
-slow=()
+# The slow suites run in two lanes at once, one per core, each mostly waiting on brokers,
+# containers or the JVM: the Kafka brokers on this host (real brokers, faults, end to end, demo)
+# in one, and Kafka's own quota tests, Spark, the images, systemd and Kubernetes in the other.
+# Each lane has its own pytest temporary root; the second lane's report follows the first's.
+second=(tests/kafka_quota_suite tests/spark tests/chart tests/kubernetes tests/pods tests/container
+    tests/systemd tests/strimzi tests/supply_chain tests/benchmarks)
+first=()
 for path in tests/*/ tests/test_*.py; do
     path="${path%/}"
-    [[ " ${fast[*]} " == *" $path "* ]] || slow+=("$path")
+    [[ " ${fast[*]} ${second[*]} " == *" $path "* ]] || first+=("$path")
 done
-python3 -m pytest --durations=40 "${slow[@]}" "$@"
+echo "== every other suite, in two lanes:"
+echo "   ${first[*]}"
+echo "   ${second[*]}"
+second_log="$(mktemp)"
+lanes_root="$(mktemp -d)"
+python3 -m pytest -p no:cacheprovider --basetemp="$lanes_root/second" --durations=20 \
+    "${second[@]}" "$@" >"$second_log" 2>&1 &
+second_lane=$!
+trap 'stop_tree "$java_lane"; stop_tree "$second_lane"; rm -rf "$java_log" "$second_log" "$lanes_root"' EXIT
+first_status=0
+python3 -m pytest --basetemp="$lanes_root/first" --durations=20 "${first[@]}" "$@" || first_status=$?
+second_status=0
+wait "$second_lane" || second_status=$?
+echo "== the second lane: ${second[*]}"
+cat "$second_log"
+if [[ $first_status -ne 0 || $second_status -ne 0 ]]; then
+    echo "a lane failed: first exit status $first_status, second $second_status" >&2
+    exit 1
+fi
