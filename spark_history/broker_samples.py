@@ -30,6 +30,12 @@ def in_force_factor(free: Column, soft: Column, hard: Column) -> Column:
     )
 
 
+def bucket_offset(at: datetime, bucket_seconds: float) -> Column:
+    """Each row's time from ``at`` in buckets of ``bucket_seconds`` (negative: before)."""
+    seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
+    return (seconds - F.lit(at.timestamp())) / F.lit(float(bucket_seconds))
+
+
 def window_rows(rows: DataFrame, at: datetime, lookback_hours: float | None) -> DataFrame:
     """Rows at or before ``at`` and within the lookback, pruning date partitions."""
     window = rows.where(F.col("snapshotAt") <= F.lit(at))

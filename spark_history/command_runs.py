@@ -164,6 +164,7 @@ def run_report(arguments: argparse.Namespace) -> int:
     )
     at = _evaluation_time(arguments.at)
     tuning = _tuning_params(arguments)
+    forecast_params = _forecast_params(arguments)
     _check_local_input(arguments.input)
     session = _session(arguments)
     _check_input(session, arguments.input)
@@ -176,7 +177,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 rows,
                 at,
                 arguments.output_dir,
-                forecast_params=_forecast_params(arguments),
+                forecast_params=forecast_params,
                 tuning=tuning,
                 max_plotted=arguments.max_plotted,
                 tombstones=load_tombstones(session, arguments.input),
@@ -190,11 +191,13 @@ def run_report(arguments: argparse.Namespace) -> int:
 
 def _forecast_params(arguments: argparse.Namespace) -> ForecastParams:
     from spark_history.envelope_forecast import ForecastParams
+    from spark_history.history_settings import load_history as load_settings
 
     return ForecastParams(
         lookback_hours=arguments.lookback_days * 24.0,
         horizon_hours=arguments.horizon_days * 24.0,
         retired_after_hours=arguments.retired_after_hours,
+        bucket_seconds=load_settings(history_bucket=arguments.history_bucket).history_bucket,
     )
 
 

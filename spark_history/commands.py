@@ -111,6 +111,13 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
         help="a volume without a snapshot for longer than this before --at is flagged "
         "retired and not forecast (default: %(default)g)",
     )
+    parser.add_argument(
+        "--history-bucket",
+        metavar="DURATION",
+        help="cut the history into buckets this wide, e.g. 1h or 1m; every duration of the "
+        "forecast (days, hours) then counts buckets as hours, so a cluster run in compressed "
+        "time is read like real time (default: VOLUME_QUOTA_HISTORY_BUCKET, else 1h)",
+    )
 
 
 def _add_ingest(

@@ -1,37 +1,33 @@
 """Forecast on Spark: hourly envelope per volume in SQL, then the numpy forecast per volume.
 
-The heavy part (millions of snapshots) is a grouped max per volume and hour, done by Spark's
-SQL engine; only the few hundred hourly points of each volume cross to Python, in one
+The heavy part (millions of snapshots) is a grouped max per volume and bucket (an hour unless
+``ForecastParams.bucket_seconds`` says otherwise), done by Spark's SQL engine; only the few
+hundred bucket points of each volume cross to Python, in one
 ``applyInPandas`` call per volume. See ``envelope_forecast.py`` for the method.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast_frame import FORECAST_SCHEMA, forecast_group
 
 
-def hourly_envelope(rows: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
-    """Per volume and hour bucket before ``at``: max and last consumed, capacity, path."""
-    at_epoch = at.timestamp()
-    offset_hours = (F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at_epoch)) / 3600.0
-    window = rows.where(
-        (F.col("snapshotAt") <= F.lit(at)) & (offset_hours > -float(lookback_hours))
-    )
-    if "date" in rows.columns:
-        # Lets Spark skip whole date partitions of the dataset outside the window.
-        first_day = (at - timedelta(hours=lookback_hours)).astimezone(UTC).date()
-        window = window.where(
-            F.col("date").between(F.lit(first_day), F.lit(at.astimezone(UTC).date()))
-        )
-    window = window.withColumn("offsetHours", offset_hours).withColumn(
-        "bucket", F.ceil(offset_hours).cast("int")
+def hourly_envelope(
+    rows: DataFrame, at: datetime, lookback_hours: float, bucket_seconds: float = 3600.0
+) -> DataFrame:
+    """Per volume and bucket before ``at``: max and last consumed, capacity, path. Times
+    (``offsetHours``, ``lastHours``, ``lookback_hours``) count buckets of ``bucket_seconds``."""
+    offset = bucket_offset(at, bucket_seconds)
+    window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0)
+    window = window.withColumn("offsetHours", offset).withColumn(
+        "bucket", F.ceil(offset).cast("int")
     )
     return window.groupBy("brokerId", "volumeName", "bucket").agg(
         F.max("consumed").alias("maxConsumed"),
@@ -44,11 +40,13 @@ def hourly_envelope(rows: DataFrame, at: datetime, lookback_hours: float) -> Dat
     )
 
 
-def with_retirements(hourly: DataFrame, tombstones: DataFrame | None, at: datetime) -> DataFrame:
-    """Add ``retiredHours``: each broker's newest tombstone before ``at`` (hours from ``at``)."""
+def with_retirements(
+    hourly: DataFrame, tombstones: DataFrame | None, at: datetime, bucket_seconds: float = 3600.0
+) -> DataFrame:
+    """Add ``retiredHours``: each broker's newest tombstone before ``at`` (buckets from ``at``)."""
     if tombstones is None:
         return hourly.withColumn("retiredHours", F.lit(None).cast("double"))
-    offset = (F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at.timestamp())) / 3600.0
+    offset = bucket_offset(at, bucket_seconds)
     latest = (
         tombstones.where(F.col("snapshotAt") <= F.lit(at))
         .groupBy("brokerId")
@@ -69,7 +67,12 @@ def forecast_volumes(
     brokers that left; their volumes are flagged ``retired`` and not forecast.
     """
     params = params or ForecastParams()
-    hourly = with_retirements(hourly_envelope(rows, at, params.lookback_hours), tombstones, at)
+    hourly = with_retirements(
+        hourly_envelope(rows, at, params.lookback_hours, params.bucket_seconds),
+        tombstones,
+        at,
+        params.bucket_seconds,
+    )
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
         return forecast_group(frame, params)

@@ -86,6 +86,10 @@ class ForecastParams:
     """How soon the short line must fill to be reported: node_exporter's alert's 24 h."""
     retired_after_hours: float = 24.0
     """A volume without a snapshot for longer than this before ``at`` is retired (silent)."""
+    bucket_seconds: float = 3600.0
+    """The width of the forecast's hour: the history is cut into buckets this wide and every
+    duration above counts buckets (a minute lets a cluster run in compressed time be scored
+    like a day of hours)."""
 
 
 @dataclass(frozen=True, slots=True)

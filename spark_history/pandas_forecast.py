@@ -15,12 +15,14 @@ from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast_frame import FORECAST_COLUMNS, forecast_group
 
 
-def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: float) -> pd.DataFrame:
+def hourly_envelope_pandas(
+    rows: pd.DataFrame, at: datetime, lookback_hours: float, bucket_seconds: float = 3600.0
+) -> pd.DataFrame:
     at_stamp = pd.Timestamp(at)
     instants = rows["snapshotAt"]
     if instants.dt.tz is None:
         instants = instants.dt.tz_localize("UTC")  # Parquet from Spark: UTC, read as naive
-    offset_hours = (instants - at_stamp).dt.total_seconds().to_numpy() / 3600.0
+    offset_hours = (instants - at_stamp).dt.total_seconds().to_numpy() / bucket_seconds
     keep = (offset_hours <= 0) & (offset_hours > -lookback_hours)
     window = rows.loc[keep, ["brokerId", "volumeName", "capacity", "consumed", "path"]].copy()
     window["snapshotAt"] = instants[keep]
@@ -41,7 +43,10 @@ def hourly_envelope_pandas(rows: pd.DataFrame, at: datetime, lookback_hours: flo
 
 
 def retired_hours_pandas(
-    hourly: pd.DataFrame, tombstones: pd.DataFrame | None, at: datetime
+    hourly: pd.DataFrame,
+    tombstones: pd.DataFrame | None,
+    at: datetime,
+    bucket_seconds: float = 3600.0,
 ) -> pd.DataFrame:
     """``retiredHours`` per broker, as ``forecast.with_retirements`` computes it."""
     result = hourly.copy()
@@ -49,7 +54,7 @@ def retired_hours_pandas(
     if tombstones is None or tombstones.empty:
         return result
     instants = pd.to_datetime(tombstones["snapshotAt"], utc=True)
-    offsets = (instants - pd.Timestamp(at)).dt.total_seconds() / 3600.0
+    offsets = (instants - pd.Timestamp(at)).dt.total_seconds() / bucket_seconds
     latest = offsets[offsets <= 0].groupby(tombstones["brokerId"][offsets <= 0]).max()
     result["retiredHours"] = result["brokerId"].map(latest).astype(np.float64)
     return result
@@ -63,7 +68,10 @@ def forecast_volumes_pandas(
 ) -> pd.DataFrame:
     params = params or ForecastParams()
     hourly = retired_hours_pandas(
-        hourly_envelope_pandas(rows, at, params.lookback_hours), tombstones, at
+        hourly_envelope_pandas(rows, at, params.lookback_hours, params.bucket_seconds),
+        tombstones,
+        at,
+        params.bucket_seconds,
     )
     results = [
         forecast_group(group, params)

@@ -22,6 +22,7 @@ from schemas.wire_types import format_instant
 from spark_history import storage
 from spark_history.advice import advice_text, limits_in_force
 from spark_history.balance import balance
+from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.clock_skew import (
     DEFAULT_MAX_SKEW_SECONDS,
     skew_per_broker,
@@ -61,16 +62,20 @@ def worst_first(forecast: pd.DataFrame) -> pd.DataFrame:
 
 
 def usage_series(
-    rows: DataFrame, at: datetime, lookback_hours: float, volumes: pd.DataFrame
+    rows: DataFrame,
+    at: datetime,
+    lookback_hours: float,
+    volumes: pd.DataFrame,
+    bucket_seconds: float = 3600.0,
 ) -> pd.DataFrame:
-    """Hourly min/max used % and the latest limits (as used %) of the chosen volumes."""
+    """Per bucket (``lookback_hours`` counts buckets of ``bucket_seconds``), min/max used % and
+    the latest limits (as used %) of the chosen volumes."""
     if volumes.empty:
         return pd.DataFrame()
     wanted = rows.sparkSession.createDataFrame(volumes[["brokerId", "volumeName"]])
-    at_epoch = at.timestamp()
-    offset = (F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at_epoch)) / 3600.0
-    window = rows.join(F.broadcast(wanted), ["brokerId", "volumeName"]).where(
-        (F.col("snapshotAt") <= F.lit(at)) & (offset > -float(lookback_hours))
+    offset = bucket_offset(at, bucket_seconds)
+    window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0).join(
+        F.broadcast(wanted), ["brokerId", "volumeName"]
     )
     used = 100.0 * F.col("consumed") / F.col("capacity")
     hourly = window.groupBy("brokerId", "volumeName", F.ceil(offset).alias("bucket")).agg(
@@ -123,7 +128,9 @@ def write_report(
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
         plotted = forecast.head(max_plotted)
-        series = usage_series(rows, at, forecast_params.lookback_hours, plotted)
+        series = usage_series(
+            rows, at, forecast_params.lookback_hours, plotted, forecast_params.bucket_seconds
+        )
     with step("weekly growth per broker"):
         growth = weekly_growth(broker_hours(rows, at, panels.growth_weeks), at, panels.growth_weeks)
     with step("data quality and clock skew"):

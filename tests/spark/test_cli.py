@@ -157,6 +157,14 @@ def test_report_is_one_html_file_with_embedded_images(
             ["report", "--input", "{input}", "--output-dir", "d", "--growth-weeks", "0"],
             "--growth-weeks must be at least 1",
         ),
+        (
+            ["forecast", "--input", "{input}", "--output", "f.csv", "--history-bucket", "1.5s"],
+            "history_bucket (--history-bucket, VOLUME_QUOTA_HISTORY_BUCKET)",
+        ),
+        (
+            ["report", "--input", "{input}", "--output-dir", "d", "--history-bucket", "2d"],
+            "history_bucket (--history-bucket, VOLUME_QUOTA_HISTORY_BUCKET)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -153,3 +153,35 @@ def test_synthetic_linear_traces_fill_on_time_and_old_plateaus_never(
             assert trace.true_fill_hours is not None
             tolerance = max(12.0, 0.1 * trace.true_fill_hours)
             assert abs(predicted - trace.true_fill_hours) <= tolerance, trace
+
+
+def test_a_run_in_compressed_time_is_forecast_like_the_same_run_in_hours(
+    make_rows: RowsFactory,
+) -> None:
+    """The same four days of model time, once in hours (1 h buckets) and once with each hour
+    lasting a minute (1 min buckets): Spark and pandas give the same forecast, in buckets."""
+    model_hours = np.arange(-4 * 24 * 60, 1, 5) / 60.0
+    rate = CAPACITY * 0.002
+    linear = 0.5 * CAPACITY + rate * model_hours
+    plateau = np.minimum(0.3 * CAPACITY + rate * (model_hours + 96), 0.372 * CAPACITY)
+    columns = ["volumeName", "trend", "hoursToFull", "usedPercent", "growthPercentPerDay"]
+
+    def forecasts(scale: float, bucket_seconds: float) -> list[pd.DataFrame]:
+        frame = pd.concat(
+            [
+                volume_frame([1], "/dev/linear", model_hours * scale, linear, CAPACITY),
+                volume_frame([1], "/dev/plateau", model_hours * scale, plateau, CAPACITY),
+            ]
+        )
+        params = ForecastParams(bucket_seconds=bucket_seconds)
+        spark = forecast_volumes(make_rows(frame), AT, params).toPandas()
+        return [
+            table[columns].sort_values("volumeName").reset_index(drop=True)
+            for table in (spark, forecast_volumes_pandas(frame, AT, params))
+        ]
+
+    in_hours = forecasts(1.0, 3600.0)
+    in_minutes = forecasts(1 / 60.0, 60.0)
+    assert in_hours[0].loc[0, "hoursToFull"] == pytest.approx(250.0, rel=0.01)
+    for hours, minutes in zip(in_hours, in_minutes, strict=True):
+        pd.testing.assert_frame_equal(hours, minutes, rtol=1e-6)
