@@ -1,11 +1,13 @@
 """The PAUSE bound on the real 3-broker cluster, both clients: ``python -m
 benchmarks.pause_bound_real --connections 1,8,32``.
 
-For each connection count N, one principal of Kafka's Java producer (on broker 0) and one of
-librdkafka (on broker 1), each with N connections (own client ids), produce 0.8 x base
-(``--base-mib``, default 2 MiB/s; see tests/e2e/pause_bound.py) together, then a PAUSE of
-``--hold`` seconds (broker 2's tmpfs volume filled past the hard limit, real sidecars), then
-OPEN. Prints one row per producer and a summary per principal. Needs root (tmpfs), Java 17,
+For each connection count N, ``--principals`` K principals of Kafka's Java producer (on
+broker 0) and K of librdkafka (on broker 1), each with N connections (own client ids), produce
+0.8 x base (``--base-mib``, default 2 MiB/s; see tests/e2e/pause_bound.py) each, then a PAUSE
+of ``--hold`` seconds (broker 2's tmpfs volume filled past the hard limit, real sidecars), then
+OPEN. Prints one row per producer, a summary per principal, and per broker the highest write
+rate over any 10 s of the PAUSE from the moment the ceiling is in force, against the
+per-broker ceiling. Needs root (tmpfs), Java 17,
 Maven and the callback jar (`mvn -q -B package` in deploy/broker-plugin).
 """
 
@@ -34,9 +36,15 @@ from tests.e2e.pause_figures import (
     ROW_HEADER,
     ProducerFigures,
     paused_principal_rate,
+    peak_rate,
     principal_recovery_s,
     producer_figures,
 )
+
+CEILING_IN_FORCE_S = 30.0
+"""The PAUSE ceiling is in force from this long into a PAUSE (docs/broker-plugin.md)."""
+BROKER_CEILING = 8 * MIB
+"""The shipped per-broker PAUSE ceiling, bytes/s."""
 
 SUMMARY_HEADER = (
     "| client | N | longest stall (s), producer | longest throttle from the broker (s), producer | "
@@ -67,11 +75,44 @@ def summary(
     )
 
 
+BROKER_HEADER = (
+    "| N | principals on the broker | broker | highest write rate over 10 s, PAUSE from "
+    f"{CEILING_IN_FORCE_S:g} s (KiB/s) | per-broker ceiling (KiB/s) | highest over 10 s, "
+    "whole PAUSE (KiB/s) |\n|---|---|---|---|---|---|"
+)
+
+
+def broker_peaks(
+    count: int, groups: list[ProducerGroup], run: PauseRun, broker_ceiling: int
+) -> str:
+    """Per leader broker: the highest rate its principals together wrote over any 10 s."""
+    lines = []
+    for leader in sorted({group.leader for group in groups}):
+        producers = [
+            windows
+            for group in groups
+            if group.leader == leader
+            for windows in group.windows().values()
+        ]
+        pause_ms, open_ms = run.paused_at * 1000, run.opened_at * 1000
+        in_force = peak_rate(producers, pause_ms + CEILING_IN_FORCE_S * 1000, open_ms)
+        whole = peak_rate(producers, pause_ms, open_ms)
+        principals = sum(1 for group in groups if group.leader == leader)
+        lines.append(
+            f"| {count} | {principals} | {leader} | {in_force / 1024:.0f} | "
+            f"{broker_ceiling / 1024:.0f} | {whole / 1024:.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connections", default="1,8,32", help="comma-separated counts")
     parser.add_argument("--clients", default="java,rdkafka")
     parser.add_argument("--hold", type=float, default=60.0, help="PAUSE length, seconds")
+    parser.add_argument(
+        "--principals", type=int, default=1, help="principals per client, each its own topic"
+    )
     parser.add_argument(
         "--shared-client-id", action="store_true", help="all N connections share one client.id"
     )
@@ -91,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the PAUSE ceiling: on (the shipped defaults) or off (the throttle bound alone, "
         "as tests/e2e measures it)",
     )
+    parser.add_argument(
+        "--broker-ceiling-mib",
+        type=float,
+        default=BROKER_CEILING / MIB,
+        help="the per-broker PAUSE ceiling, MiB/s (with --ceiling on); lower it to make it "
+        "bind at rates this machine can produce",
+    )
     args = parser.parse_args(argv)
     counts = [int(text) for text in args.connections.split(",")]
     clients = args.clients.split(",")
@@ -100,19 +148,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
     print(f"base {base_rate / MIB:g} MiB/s, PAUSE {args.hold:g} s, connections {counts}")
     print(f"producer properties over the harness's: {properties or 'none'}")
-    print(f"PAUSE ceiling: {args.ceiling}")
+    print(f"PAUSE ceiling: {args.ceiling}, per broker {args.broker_ceiling_mib:g} MiB/s")
     rows: list[str] = []
     summaries: list[str] = []
+    brokers: list[str] = []
     with tempfile.TemporaryDirectory(prefix="pause-bound-") as directory:
         base = Path(directory)
         java_classes = compile_java_producers(base / "java-classes")
-        extra = None if args.ceiling == "on" else CEILING_OFF
+        broker_ceiling = int(args.broker_ceiling_mib * MIB)
+        extra = (
+            {"volume.quota.pause.broker.max.bytes.per.second": str(broker_ceiling)}
+            if args.ceiling == "on"
+            else CEILING_OFF
+        )
         with pause_bound_cluster(base / "cluster", base_rate, callback_extra=extra) as cluster:
             for count in counts:
-                groups = [
-                    ProducerGroup(client, count, f"{client}-{count}", f"data-{client}-{count}",
-                                  leader, base, args.shared_client_id, properties)
+                names = [
+                    (client, leader, f"{client}-{count}" + (f"-{k}" if args.principals > 1 else ""))
                     for leader, client in enumerate(clients)
+                    for k in range(args.principals)
+                ]
+                groups = [
+                    ProducerGroup(client, count, name, f"data-{name}", leader, base,
+                                  args.shared_client_id, properties)
+                    for client, leader, name in names
                 ]  # fmt: skip
                 started = time.time()
                 run = run_pause(cluster, groups, java_classes, hold_s=args.hold, after_open_s=45)
@@ -125,8 +184,11 @@ def main(argv: list[str] | None = None) -> int:
                     rows += [row.row() for row in figures]
                     summaries.append(summary(group, figures, run, base_rate))
                     print(summaries[-1], flush=True)
+                brokers.append(broker_peaks(count, groups, run, broker_ceiling))
+                print(brokers[-1], flush=True)
     print(f"end: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()}")
     print("\n" + SUMMARY_HEADER + "\n" + "\n".join(summaries))
+    print("\n" + BROKER_HEADER + "\n" + "\n".join(brokers))
     print("\n" + ROW_HEADER + "\n" + "\n".join(rows))
     return 0
 

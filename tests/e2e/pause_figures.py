@@ -55,6 +55,22 @@ def rate(windows: Sequence[Window], start_ms: float, end_ms: float) -> float:
     return total / max(1e-9, (end_ms - start_ms) / 1000)
 
 
+def peak_rate(
+    producers: Sequence[Sequence[Window]], start_ms: float, end_ms: float, span_s: int = 10
+) -> float:
+    """The highest rate (bytes/s) the ``producers`` together had acked over any ``span_s``
+    consecutive reporting seconds ending within (start, end]; 0 when the span does not fit."""
+    per_second: dict[int, int] = {}
+    for windows in producers:
+        for window in windows:
+            if start_ms < window.t <= end_ms:
+                per_second[window.t // 1000] = per_second.get(window.t // 1000, 0) + window.bytes
+    first, last = int(start_ms // 1000) + 1, int(end_ms // 1000)
+    totals = [per_second.get(second, 0) for second in range(first, last + 1)]
+    sums = [sum(totals[i : i + span_s]) for i in range(len(totals) - span_s + 1)]
+    return max(sums, default=0) / span_s
+
+
 def longest_stall_s(windows: Sequence[Window], start_ms: float, end_ms: float) -> float:
     """The longest time without an ack that overlaps [start, end], ending at ``end`` at the
     latest; measured between the last ack of one second and the first of the next with any."""

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from tests.e2e.pause_bound import Window
-from tests.e2e.pause_figures import longest_stall_s, principal_recovery_s, recovery_s
+from tests.e2e.pause_figures import (
+    longest_stall_s,
+    peak_rate,
+    principal_recovery_s,
+    recovery_s,
+)
 
 
 def second(t_s: int, acked_bytes: int) -> Window:
@@ -46,3 +51,15 @@ def test_a_principal_recovers_on_its_total_while_one_connection_lags() -> None:
     assert principal_recovery_s({0: first, 1: lagging}, 100.0, 160.0) == 5.0
     # The lagging connection alone: back to 4500 B in 5 s at t 194.
     assert recovery_s(lagging, 160_000, 1000.0, 230_000) == 34.0
+
+
+def test_the_peak_rate_is_the_busiest_ten_seconds_of_every_producer_together() -> None:
+    # Two producers at 1000 B/s from t 100 to 160; the second adds a burst of 20,000 B at t 131
+    # and sends nothing at t 133. The busiest (t-10, t] windows hold the burst: 40,000 B.
+    first = steady(100, 160, 1000)
+    second_one = [*steady(100, 131, 1000), second(131, 21_000), *steady(132, 160, 1000)]
+    second_one = [window for window in second_one if window.t != 133_000]
+    assert peak_rate([first, second_one], 100_000, 160_000) == 4000.0
+    # Outside (start, end] nothing counts; a range shorter than the span has no peak.
+    assert peak_rate([first, second_one], 140_000, 160_000) == 2000.0
+    assert peak_rate([first], 150_000, 155_000) == 0.0
