@@ -1,14 +1,10 @@
 package io.volumequota.broker;
 
 import java.time.Clock;
-import java.util.Collection;
 import java.util.EnumMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -78,8 +74,6 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
     /** Kafka's own quotas per type, as the operator set them (null before configure). */
     private volatile Map<ClientQuotaType, OperatorQuotas> operator;
     private volatile VolumeQuotaConfig config;
-    /** Kafka's KRaft setting naming the node's roles ({@code broker}, {@code controller}). */
-    static final String PROCESS_ROLES = "process.roles";
     private volatile QuotaEngine engine;
     private volatile boolean closed;
 
@@ -88,9 +82,7 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         this.testMono = null;
         this.testRates = null;
         this.decisionLogs = KafkaDecisionLog.FACTORY;
-        for (ClientQuotaType type : ClientQuotaType.values()) {
-            operatorResetPending.put(type, new AtomicBoolean());
-        }
+        addOperatorResetFlags();
     }
 
     /** For tests: a private engine on these clocks, reading the decisions topic through {@code decisionLogs}. */
@@ -99,6 +91,10 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
         this.testMono = Objects.requireNonNull(monoMs, "monoMs");
         this.testRates = Objects.requireNonNull(rates, "rates");
         this.decisionLogs = Objects.requireNonNull(decisionLogs, "decisionLogs");
+        addOperatorResetFlags();
+    }
+
+    private void addOperatorResetFlags() {
         for (ClientQuotaType type : ClientQuotaType.values()) {
             operatorResetPending.put(type, new AtomicBoolean());
         }
@@ -115,11 +111,11 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
                 LOG.warn("volume-quota callback #{}: {}", instance, warning);
             }
             operator = kafkasOwnQuotas();
-            if (controllerOnly(configs)) {
+            if (VolumeQuotaConfig.controllerOnly(configs)) {
                 config = parsed;
                 LOG.info("volume-quota callback #{} configured on a controller-only node (process.roles={}): no"
                         + " engine and no decision reader, Kafka's own quotas only (controllers serve no PRODUCE)",
-                        instance, configs.get(PROCESS_ROLES));
+                        instance, configs.get(VolumeQuotaConfig.PROCESS_ROLES));
                 return;
             }
             QuotaEngine chosen;
@@ -139,32 +135,12 @@ abstract class QuotaCallbackCore implements ClientQuotaCallback {
             produceResetPending.set(true); // sensors may exist already (a second role's instance)
             config = parsed;
             engine = chosen;
-            LOG.info("volume-quota callback #{} configured with engine #{}: decision source {}, base {} B/s, pause floor"
-                            + " {} B/s, step-down throttle {} ms, pause throttle {} ms, fallback step down at most"
-                            + " x1/{} per {} ms, on-missing {}, reload every {} ms, max validity {} ms, factor step {},"
-                            + " excluded users {}, PAUSE ceilings {} B/s per principal and {} B/s per broker",
-                    instance, chosen.id, parsed.describeSource(), parsed.baseBytesPerSecond(),
-                    parsed.pauseBytesPerSecond(), parsed.stepDownThrottleMs(), parsed.pauseThrottleMs(),
-                    parsed.maxStepDownRatio(), parsed.stepDownIntervalMs(), parsed.onMissing(),
-                    parsed.reloadIntervalMs(), parsed.maxValidityMs(), parsed.throttleFactorStep(),
-                    parsed.excludedUserNames(), parsed.pausePrincipalCeiling(), parsed.pauseBrokerCeiling());
+            LOG.info("volume-quota callback #{} configured with engine #{}: {}", instance, chosen.id, parsed.summary());
             if (parsed.decisionSource() == VolumeQuotaConfig.DecisionSource.TOPIC) {
                 LOG.info("volume-quota callback #{}: decisions consumer properties {}", instance,
                         parsed.consumerPropertiesForLog());
             }
         }
-    }
-
-    /** Whether the node is a KRaft controller and no broker ({@code process.roles}). */
-    static boolean controllerOnly(Map<String, ?> configs) {
-        Object value = configs.get(PROCESS_ROLES);
-        if (value == null) {
-            return false;
-        }
-        Collection<?> roles = value instanceof Collection<?> list ? list : List.of(value.toString().split(","));
-        Set<String> names = new HashSet<>();
-        roles.forEach(role -> names.add(String.valueOf(role).trim()));
-        return names.contains("controller") && !names.contains("broker");
     }
 
     /** One {@link OperatorQuotas} per quota type, as the broker's four quota managers have. */

@@ -105,37 +105,12 @@ final class TopicDecisionSource implements AutoCloseable {
         }
         try {
             if (!positioned) {
-                long end = log.seekToNewest(Duration.ofMillis(POSITION_TIMEOUT_MS));
-                positioned = true;
-                backoffMs = MIN_BACKOFF_MS;
-                LOG.info("volume-quota engine #{}: reading {} from offset {} (end offset {}){}", engineId,
-                        config.decisionTopic() + "-0", Math.max(0, end - 1), end,
-                        trouble == null ? "" : "; recovered from: " + trouble);
-                trouble = null;
-                if (end == 0) {
-                    return note(new Outcome.Trouble("decisions topic " + config.decisionTopic()
-                            + " is empty: no decision written yet", false));
+                Outcome empty = position();
+                if (empty != null) {
+                    return empty;
                 }
             }
-            DecisionLog.DecisionRecord newest = null;
-            for (DecisionLog.DecisionRecord record : log.poll(Duration.ofMillis(pollMs))) {
-                heardAtMs = monoMs.getAsLong();
-                if (KEY.equals(record.key())) {
-                    newest = record;
-                } else if (!otherKeysLogged) {
-                    otherKeysLogged = true;
-                    LOG.warn("volume-quota engine #{}: ignoring records of {} with key {} (only key {} is read;"
-                            + " logged once)", engineId, config.decisionTopic(), record.key(), KEY);
-                }
-            }
-            if (newest == null) {
-                return null;
-            }
-            if (newest.value() != null) {
-                noteLifetime(newest.value());
-            }
-            return newest.value() == null ? new Outcome.Deleted(newest.offset())
-                    : new Outcome.Content(newest.value(), newest.offset());
+            return pollNewest(pollMs);
         } catch (InvalidOffsetException e) {
             positioned = false; // compacted or truncated under us: take the newest record again
             return note(new Outcome.Trouble("position lost on " + config.decisionTopic() + ": " + e, true));
@@ -150,6 +125,45 @@ final class TopicDecisionSource implements AutoCloseable {
             closeLog();
             return failed("cannot read " + config.decisionTopic() + "-0", t);
         }
+    }
+
+    /** Seeks to the newest record; an empty topic is a (quiet) trouble, anything else null. */
+    private Outcome position() {
+        long end = log.seekToNewest(Duration.ofMillis(POSITION_TIMEOUT_MS));
+        positioned = true;
+        backoffMs = MIN_BACKOFF_MS;
+        LOG.info("volume-quota engine #{}: reading {} from offset {} (end offset {}){}", engineId,
+                config.decisionTopic() + "-0", Math.max(0, end - 1), end,
+                trouble == null ? "" : "; recovered from: " + trouble);
+        trouble = null;
+        if (end == 0) {
+            return note(new Outcome.Trouble("decisions topic " + config.decisionTopic()
+                    + " is empty: no decision written yet", false));
+        }
+        return null;
+    }
+
+    /** The newest record of key {@link #KEY} in one poll, or null if none came. */
+    private Outcome pollNewest(long pollMs) {
+        DecisionLog.DecisionRecord newest = null;
+        for (DecisionLog.DecisionRecord record : log.poll(Duration.ofMillis(pollMs))) {
+            heardAtMs = monoMs.getAsLong();
+            if (KEY.equals(record.key())) {
+                newest = record;
+            } else if (!otherKeysLogged) {
+                otherKeysLogged = true;
+                LOG.warn("volume-quota engine #{}: ignoring records of {} with key {} (only key {} is read;"
+                        + " logged once)", engineId, config.decisionTopic(), record.key(), KEY);
+            }
+        }
+        if (newest == null) {
+            return null;
+        }
+        if (newest.value() != null) {
+            noteLifetime(newest.value());
+        }
+        return newest.value() == null ? new Outcome.Deleted(newest.offset())
+                : new Outcome.Content(newest.value(), newest.offset());
     }
 
     /** How long the reader may receive nothing before its consumer is rebuilt. */

@@ -1,11 +1,16 @@
 package io.volumequota.broker;
 
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
 import java.util.LinkedHashSet;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 
 /**
@@ -36,6 +41,8 @@ record VolumeQuotaConfig(
         double pauseBrokerCeiling,
         java.util.List<String> warnings) {
 
+    /** Kafka's node roles: a controller-only node gets no engine. */
+    static final String PROCESS_ROLES = "process.roles";
     static final String PREFIX = "volume.quota.";
     static final String DECISION_SOURCE = PREFIX + "decision.source";
     static final String DECISION_PATH = PREFIX + "decision.path";
@@ -143,78 +150,68 @@ record VolumeQuotaConfig(
      */
     enum DecisionSource { FILE, TOPIC }
 
+    /** Every {@code volume.quota.*} key (and Kafka's two quota window keys) with type, default, check and doc. */
+    static final ConfigDef CONFIG = VolumeQuotaSettings.definition();
+
     static VolumeQuotaConfig parse(Map<String, ?> configs) {
-        DecisionSource source = decisionSource(configs);
-        Path path = source == DecisionSource.FILE ? Path.of(requiredString(configs, DECISION_PATH)) : null;
-        String topic = source == DecisionSource.TOPIC ? optionalString(configs, DECISION_TOPIC, DEFAULT_DECISION_TOPIC)
-                : null;
+        Map<String, Object> defined = defined(configs);
+        // The decision's source comes first: without it nothing else matters.
+        boolean file = "file".equalsIgnoreCase(String.valueOf(defined.getOrDefault(DECISION_SOURCE, "file")).trim());
+        refuseIf(file && !defined.containsKey(DECISION_PATH), DECISION_PATH, configs.get(DECISION_PATH),
+                "is required when " + DECISION_SOURCE + "=file");
+        AbstractConfig values = new AbstractConfig(CONFIG, defined, false);
+        DecisionSource source = DecisionSource.valueOf(values.getString(DECISION_SOURCE).toUpperCase(Locale.ROOT));
+        Path path = source == DecisionSource.FILE ? Path.of(values.getString(DECISION_PATH)) : null;
+        String topic = source == DecisionSource.TOPIC ? values.getString(DECISION_TOPIC) : null;
         Map<String, String> consumer = source == DecisionSource.TOPIC ? consumerProperties(configs) : Map.of();
-        Object rebuildSetting = configs.get(DECISION_REBUILD_AFTER_MS);
-        long rebuildAfter = rebuildSetting == null || rebuildSetting.toString().isBlank() ? 0
-                : positiveInteger(configs, DECISION_REBUILD_AFTER_MS, 0);
-        double base = positiveNumber(configs, BASE_BYTES_PER_SECOND, null);
-        double pause = positiveNumber(configs, PAUSE_BYTES_PER_SECOND, DEFAULT_PAUSE_BYTES_PER_SECOND);
-        if (pause > base) {
-            throw new ConfigException(PAUSE_BYTES_PER_SECOND, pause,
-                    "must not be larger than " + BASE_BYTES_PER_SECOND + " (" + base + ")");
-        }
-        double ratio = positiveNumber(configs, MAX_STEP_DOWN_RATIO, DEFAULT_MAX_STEP_DOWN_RATIO);
-        if (ratio <= 1.0) {
-            throw new ConfigException(MAX_STEP_DOWN_RATIO, ratio, "must be greater than 1");
-        }
-        long windowNum = positiveInteger(configs, KAFKA_QUOTA_WINDOW_NUM, KAFKA_DEFAULT_QUOTA_WINDOW_NUM);
-        long windowSeconds = positiveInteger(configs, KAFKA_QUOTA_WINDOW_SIZE_SECONDS,
-                KAFKA_DEFAULT_QUOTA_WINDOW_SIZE_SECONDS);
-        long reload = positiveInteger(configs, RELOAD_INTERVAL_MS, DEFAULT_RELOAD_INTERVAL_MS);
-        long maxValidity = positiveInteger(configs, MAX_VALIDITY_MS, DEFAULT_MAX_VALIDITY_MS);
-        long stepDownThrottle = positiveInteger(configs, STEP_DOWN_THROTTLE_MS, DEFAULT_STEP_DOWN_THROTTLE_MS);
-        long pauseThrottle = positiveInteger(configs, PAUSE_THROTTLE_MS, DEFAULT_PAUSE_THROTTLE_MS);
-        long maxThrottle = positiveInteger(configs, MAX_THROTTLE_MS, DEFAULT_MAX_THROTTLE_MS);
-        if (maxThrottle < stepDownThrottle) {
-            throw new ConfigException(MAX_THROTTLE_MS, maxThrottle,
-                    "must be at least " + STEP_DOWN_THROTTLE_MS + " (" + stepDownThrottle + ")");
-        }
-        double assumedRequest = positiveNumber(configs, ASSUMED_REQUEST_BYTES, DEFAULT_ASSUMED_REQUEST_BYTES);
-        double factorStep = positiveNumber(configs, THROTTLE_FACTOR_STEP, DEFAULT_THROTTLE_FACTOR_STEP);
-        if (factorStep > 0.5) {
-            throw new ConfigException(THROTTLE_FACTOR_STEP, factorStep, "must be in (0, 0.5]");
-        }
-        double principalCeiling = positiveNumber(configs, PAUSE_PRINCIPAL_CEILING, DEFAULT_PAUSE_PRINCIPAL_CEILING);
-        if (principalCeiling < pause) {
-            throw new ConfigException(PAUSE_PRINCIPAL_CEILING, principalCeiling,
-                    "must not be smaller than " + PAUSE_BYTES_PER_SECOND + " (" + pause + ")");
-        }
-        double brokerCeiling = positiveNumber(configs, PAUSE_BROKER_CEILING, DEFAULT_PAUSE_BROKER_CEILING);
-        if (brokerCeiling < pause) {
-            throw new ConfigException(PAUSE_BROKER_CEILING, brokerCeiling,
+        Long rebuildAfter = values.getLong(DECISION_REBUILD_AFTER_MS);
+        double pause = values.getDouble(PAUSE_BYTES_PER_SECOND);
+        double base = values.getDouble(BASE_BYTES_PER_SECOND);
+        refuseIf(pause > base, PAUSE_BYTES_PER_SECOND, pause,
+                "must not be larger than " + BASE_BYTES_PER_SECOND + " (" + base + ")");
+        long stepDownThrottle = values.getLong(STEP_DOWN_THROTTLE_MS);
+        long maxThrottle = values.getLong(MAX_THROTTLE_MS);
+        refuseIf(maxThrottle < stepDownThrottle, MAX_THROTTLE_MS, maxThrottle,
+                "must be at least " + STEP_DOWN_THROTTLE_MS + " (" + stepDownThrottle + ")");
+        for (String ceiling : new String[] {PAUSE_PRINCIPAL_CEILING, PAUSE_BROKER_CEILING}) {
+            double value = values.getDouble(ceiling);
+            refuseIf(value < pause, ceiling, value,
                     "must not be smaller than " + PAUSE_BYTES_PER_SECOND + " (" + pause + ")");
         }
         java.util.List<String> warnings = new java.util.ArrayList<>();
-        Set<String> excluded = excludedUserNames(configs, warnings);
-        return new VolumeQuotaConfig(source, path, topic, consumer, rebuildAfter, base, pause, ratio, windowNum * windowSeconds * 1000L,
-                excluded, onMissing(configs), reload, maxValidity, stepDownThrottle, pauseThrottle,
-                maxThrottle, assumedRequest, factorStep, principalCeiling, brokerCeiling, java.util.List.copyOf(warnings));
+        Object excludedSetting = configs.get(EXCLUDED_PRINCIPALS);
+        Set<String> excluded = excludedUserNames(excludedSetting == null ? "" : excludedSetting.toString(), warnings);
+        long windowMs = 1000L * values.getInt(KAFKA_QUOTA_WINDOW_NUM) * values.getInt(KAFKA_QUOTA_WINDOW_SIZE_SECONDS);
+        return new VolumeQuotaConfig(source, path, topic, consumer, rebuildAfter == null ? 0 : rebuildAfter,
+                base, pause, values.getDouble(MAX_STEP_DOWN_RATIO), windowMs,
+                excluded, OnMissing.valueOf(values.getString(ON_MISSING).toUpperCase(Locale.ROOT)),
+                values.getLong(RELOAD_INTERVAL_MS), values.getLong(MAX_VALIDITY_MS),
+                stepDownThrottle, values.getLong(PAUSE_THROTTLE_MS), maxThrottle,
+                values.getDouble(ASSUMED_REQUEST_BYTES),
+                values.getDouble(THROTTLE_FACTOR_STEP), values.getDouble(PAUSE_PRINCIPAL_CEILING),
+                values.getDouble(PAUSE_BROKER_CEILING), java.util.List.copyOf(warnings));
     }
 
-    private static String requiredString(Map<String, ?> configs, String key) {
-        Object value = configs.get(key);
-        if (value == null || value.toString().isBlank()) {
-            throw new ConfigException(key, value, "is required");
+    /**
+     * The settings {@link #CONFIG} defines, without blank values: a key written with no value
+     * (an empty Helm value, {@code key=} in a properties file) takes its default, as if absent.
+     * Only these keys reach {@link AbstractConfig}: the broker's own settings stay the broker's.
+     */
+    private static Map<String, Object> defined(Map<String, ?> configs) {
+        Map<String, Object> defined = new java.util.HashMap<>();
+        for (String key : CONFIG.names()) {
+            Object value = configs.get(key);
+            if (value != null && !value.toString().isBlank()) {
+                defined.put(key, value);
+            }
         }
-        return value.toString().trim();
+        return defined;
     }
 
-    private static String optionalString(Map<String, ?> configs, String key, String defaultValue) {
-        Object value = configs.get(key);
-        return value == null || value.toString().isBlank() ? defaultValue : value.toString().trim();
-    }
-
-    private static DecisionSource decisionSource(Map<String, ?> configs) {
-        String value = optionalString(configs, DECISION_SOURCE, "file");
-        try {
-            return DecisionSource.valueOf(value.toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new ConfigException(DECISION_SOURCE, value, "must be file or topic");
+    /** A setting that passed its own check but contradicts another one. */
+    private static void refuseIf(boolean contradiction, String key, Object value, String message) {
+        if (contradiction) {
+            throw new ConfigException(key, value, message);
         }
     }
 
@@ -270,39 +267,34 @@ record VolumeQuotaConfig(
         return shown;
     }
 
+    /** Whether the node is a KRaft controller and no broker ({@code process.roles}). */
+    static boolean controllerOnly(Map<String, ?> configs) {
+        Object value = configs.get(PROCESS_ROLES);
+        if (value == null) {
+            return false;
+        }
+        Collection<?> roles = value instanceof Collection<?> list ? list : List.of(value.toString().split(","));
+        Set<String> names = new HashSet<>();
+        roles.forEach(role -> names.add(String.valueOf(role).trim()));
+        return names.contains("controller") && !names.contains("broker");
+    }
+
+    /** The settings in force, for the log line at start. */
+    String summary() {
+        return "decision source " + describeSource() + ", base " + baseBytesPerSecond + " B/s, pause floor "
+                + pauseBytesPerSecond + " B/s, step-down throttle " + stepDownThrottleMs + " ms, pause throttle "
+                + pauseThrottleMs + " ms, fallback step down at most x1/" + maxStepDownRatio + " per "
+                + stepDownIntervalMs + " ms, on-missing " + onMissing + ", reload every " + reloadIntervalMs
+                + " ms, max validity " + maxValidityMs + " ms, factor step " + throttleFactorStep + ", excluded users "
+                + excludedUserNames + ", PAUSE ceilings " + pausePrincipalCeiling + " B/s per principal and "
+                + pauseBrokerCeiling + " B/s per broker";
+    }
+
     /** Where decisions come from, for log lines. */
     String describeSource() {
         return decisionSource == DecisionSource.FILE ? "decision file " + decisionPath
                 : "decisions topic " + decisionTopic + " (partition 0, newest record, key " + TopicDecisionSource.KEY
                         + ") through " + consumerProperties.get("bootstrap.servers");
-    }
-
-    private static double positiveNumber(Map<String, ?> configs, String key, Double defaultValue) {
-        Object value = configs.get(key);
-        if (value == null || value.toString().isBlank()) {
-            if (defaultValue == null) {
-                throw new ConfigException(key, value, "is required (a number > 0)");
-            }
-            return defaultValue;
-        }
-        double number;
-        try {
-            number = value instanceof Number n ? n.doubleValue() : Double.parseDouble(value.toString().trim());
-        } catch (NumberFormatException e) {
-            throw new ConfigException(key, value, "must be a number > 0");
-        }
-        if (!(number > 0) || Double.isInfinite(number)) {
-            throw new ConfigException(key, value, "must be a number > 0");
-        }
-        return number;
-    }
-
-    private static long positiveInteger(Map<String, ?> configs, String key, long defaultValue) {
-        double number = positiveNumber(configs, key, (double) defaultValue);
-        if (number != Math.rint(number) || number > Integer.MAX_VALUE) {
-            throw new ConfigException(key, configs.get(key), "must be a whole number > 0");
-        }
-        return (long) number;
     }
 
     /**
@@ -313,13 +305,9 @@ record VolumeQuotaConfig(
      * verbatim. A name that starts or ends with whitespace ({@code User: alice}) is kept as
      * written but almost certainly a typo, so it is reported in {@code warnings}.
      */
-    private static Set<String> excludedUserNames(Map<String, ?> configs, java.util.List<String> warnings) {
-        Object value = configs.get(EXCLUDED_PRINCIPALS);
+    static Set<String> excludedUserNames(String value, java.util.List<String> warnings) {
         Set<String> names = new LinkedHashSet<>();
-        if (value == null) {
-            return Set.of();
-        }
-        for (String entry : value.toString().split(";")) {
+        for (String entry : value.split(";")) {
             String trimmed = entry.trim();
             if (trimmed.isEmpty()) {
                 continue;
@@ -339,17 +327,5 @@ record VolumeQuotaConfig(
             names.add(name);
         }
         return Set.copyOf(names);
-    }
-
-    private static OnMissing onMissing(Map<String, ?> configs) {
-        Object value = configs.get(ON_MISSING);
-        if (value == null || value.toString().isBlank()) {
-            return DEFAULT_ON_MISSING;
-        }
-        try {
-            return OnMissing.valueOf(value.toString().trim().toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new ConfigException(ON_MISSING, value, "must be PAUSE or OPEN");
-        }
     }
 }

@@ -153,4 +153,35 @@ class VolumeQuotaConfigTest {
         config.put(VolumeQuotaConfig.EXCLUDED_PRINCIPALS, "");
         assertEquals(Set.of(), VolumeQuotaConfig.parse(config).excludedUserNames());
     }
+
+    @Test
+    void aBadValueIsRefusedWithItsKeyAndValue() {
+        Map<String, Object> config = valid();
+        config.put(VolumeQuotaConfig.BASE_BYTES_PER_SECOND, "0");
+        assertEquals("Invalid value 0.0 for configuration volume.quota.produce.base.bytes.per.second: must be a"
+                + " number > 0", rejected(config, VolumeQuotaConfig.BASE_BYTES_PER_SECOND).getMessage());
+        config.put(VolumeQuotaConfig.BASE_BYTES_PER_SECOND, "ten");
+        assertTrue(rejected(config, VolumeQuotaConfig.BASE_BYTES_PER_SECOND).getMessage().contains("ten"));
+    }
+
+    @Test
+    void aKeyWithoutAValueTakesItsDefault() {
+        Map<String, Object> config = valid();
+        config.put(VolumeQuotaConfig.RELOAD_INTERVAL_MS, "");
+        config.put(VolumeQuotaConfig.ON_MISSING, " ");
+        config.put(VolumeQuotaConfig.PAUSE_BYTES_PER_SECOND, "");
+        VolumeQuotaConfig parsed = VolumeQuotaConfig.parse(config);
+        assertEquals(VolumeQuotaConfig.DEFAULT_RELOAD_INTERVAL_MS, parsed.reloadIntervalMs());
+        assertEquals(VolumeQuotaConfig.OnMissing.PAUSE, parsed.onMissing());
+        assertEquals(VolumeQuotaConfig.DEFAULT_PAUSE_BYTES_PER_SECOND, parsed.pauseBytesPerSecond());
+    }
+
+    @Test
+    void theBrokersOwnSettingsDoNotReachTheDefinition() {
+        Map<String, Object> config = valid();
+        config.put("config.providers", "file");
+        config.put("config.providers.file.class", "no.such.ConfigProvider");
+        config.put("volume.quota.no.such.key", "x");
+        assertEquals(10485760.0, VolumeQuotaConfig.parse(config).baseBytesPerSecond());
+    }
 }
