@@ -1,60 +1,17 @@
 """The threshold advice an operator reads first: the limits in force beside the recommendation.
 
-Rule: when the recommended limits would have throttled or paused the cluster for more hours
-than the limits in force, the *first sentence* says so, with both figures. The limits in
-force are described from the newest snapshot of every volume (the most common soft/hard
-pair, and how many volumes have other limits).
+Rule: the *first sentence* says whatever makes the recommendation less comfortable than the
+limits in force, with the figures of both: more cluster-hours throttled or paused, a lower soft
+limit (it warns later), a lower hard limit (it pauses later) or less room between the two (less
+warning). When no candidate is better than the limits in force, the advice is to keep them, and
+says why.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history.thresholds import IN_FORCE
-
-_UNITS = {"MinFreePercentage": "% free", "MinFreeBytes": " bytes free", "ConsumedSpace": " bytes"}
-
-
-@dataclass(frozen=True, slots=True)
-class LimitsInForce:
-    text: str
-    """e.g. "soft 10% free, hard 5% free (all 48 volumes)"."""
-    volumes: int
-
-
-def limits_in_force(rows: DataFrame, at: datetime) -> LimitsInForce:
-    """The most common (soft, hard) limit pair among the volumes' newest snapshots."""
-    latest = (
-        rows.where(F.col("snapshotAt") <= F.lit(at))
-        .groupBy("brokerId", "volumeName")
-        .agg(
-            F.max_by(
-                F.struct("softLimitType", "softLimitLevel", "hardLimitType", "hardLimitLevel"),
-                "snapshotAt",
-            ).alias("limits")
-        )
-        .groupBy("limits")
-        .count()
-        .orderBy(F.desc("count"))
-        .collect()
-    )
-    if not latest:
-        return LimitsInForce("unknown (no snapshot)", 0)
-    total = sum(int(row["count"]) for row in latest)
-    limits, count = latest[0]["limits"], int(latest[0]["count"])
-    soft = _limit(limits["softLimitType"], limits["softLimitLevel"])
-    hard = _limit(limits["hardLimitType"], limits["hardLimitLevel"])
-    scope = f"all {total} volumes" if count == total else f"{count} of {total} volumes"
-    return LimitsInForce(f"soft {soft}, hard {hard} ({scope})", total)
-
-
-def _limit(kind: str, level: float) -> str:
-    return f"{level:g}{_UNITS.get(kind, ' ' + kind)}"
+from spark_history.thresholds import IN_FORCE, FleetEvidence
 
 
 def _hours(row: pd.Series) -> str:
@@ -64,36 +21,65 @@ def _hours(row: pd.Series) -> str:
     )
 
 
-def advice_text(table: pd.DataFrame, in_force: LimitsInForce, lookback_days: float) -> str:
+def _less_safe(row: pd.Series, current: pd.Series) -> list[str]:
+    """How ``row``'s limits are less safe than the ones in force, each with both figures."""
+    soft, hard = float(row["softPercent"]), float(row["hardPercent"])
+    reasons = []
+    if float(row["throttledHours"]) > float(current["throttledHours"]) or float(
+        row["pausedHours"]
+    ) > float(current["pausedHours"]):
+        reasons.append(f"would have had {_hours(row)}, against {_hours(current)}")
+    if pd.notna(current["softPercent"]) and soft < float(current["softPercent"]):
+        reasons.append(f"warns later (soft {soft:g}% free instead of {current['softPercent']:g}%)")
+    if pd.notna(current["hardPercent"]) and hard < float(current["hardPercent"]):
+        reasons.append(f"pauses later (hard {hard:g}% free instead of {current['hardPercent']:g}%)")
+    current_gap = float(current["softPercent"]) - float(current["hardPercent"])
+    if pd.notna(current_gap) and soft - hard < current_gap:
+        reasons.append(
+            f"leaves less room to warn ({soft - hard:g} points between soft and hard instead "
+            f"of {current_gap:g})"
+        )
+    return reasons
+
+
+def advice_text(
+    table: pd.DataFrame, evidence: FleetEvidence, lookback_days: float, min_warning_hours: float
+) -> str:
     """The advice paragraph; its first sentence carries any warning."""
     current = table[table["limits"] == IN_FORCE].iloc[0]
     best = table[table["recommended"].astype(bool)]
     period = f"the last {lookback_days:g} days"
-    today = f"the limits in force ({in_force.text}): {_hours(current)}"
+    in_force = evidence.in_force.text
+    climb = (
+        f"the fleet's volumes climbed up to {evidence.climb_percent:.1f} points of capacity "
+        f"within {min_warning_hours:g} h (95th percentile over volumes) and the lowest free "
+        f"share seen was {evidence.lowest_free_percent:.1f}%"
+    )
     if best.empty:
         return (
-            f"No recommendation: no candidate gave enough warning before every hard breach "
-            f"in {period}. Cluster-hours under {today}."
+            f"Keep the limits in force ({in_force}): no candidate is better over {period}, "
+            f"where {climb}. A candidate must leave that climb between its soft and hard "
+            f"limits, give every observed hard breach {min_warning_hours:g} h of warning, keep "
+            "a lowered soft limit above the lowest free share seen, and throttle and pause "
+            f"fewer hours than the limits in force ({_hours(current)}) unless those fail the "
+            "first three."
         )
     row = best.iloc[0]
     pair = f"soft {row['softPercent']:g}% free, hard {row['hardPercent']:g}% free"
-    worse = float(row["throttledHours"]) > float(current["throttledHours"]) or float(
-        row["pausedHours"]
-    ) > float(current["pausedHours"])
-    warning = (
-        f"observed warning before every hard breach at least {float(row['minWarningHours']):.1f} h"
-        if pd.notna(row["minWarningHours"])
-        else "its hard limit was never reached, so its warning is not observed"
-    )
-    if worse:
+    reasons = _less_safe(row, current)
+    if reasons:
+        because = (
+            "the limits in force leave less than that climb between soft and hard"
+            if not bool(current["coversFleetClimb"])
+            else f"they throttle and pause fewer hours ({_hours(row)}, against {_hours(current)})"
+        )
         return (
-            f"Caution: the recommended limits ({pair}) would have throttled or paused the "
-            f"cluster more than the limits in force over {period}: {_hours(row)}, against "
-            f"{_hours(current)} under {in_force.text}. They are recommended for their "
-            f"warning ({warning}); keep the limits in force if the extra hours are not "
-            "worth it."
+            f"Caution: the recommended limits ({pair}) {'; '.join(reasons)}, against the "
+            f"limits in force ({in_force}). They are recommended because {because}: over "
+            f"{period}, {climb}. Keep the limits in force if that is worth less than the "
+            "difference."
         )
     return (
-        f"Recommended: {pair}, {_hours(row)} over {period}, against {today}. "
-        f"{warning[0].upper()}{warning[1:]}."
+        f"Recommended: {pair}: {_hours(row)} over {period}, against {_hours(current)} under "
+        f"the limits in force ({in_force}); it warns no later and pauses no later, and {climb}."
     )

@@ -142,3 +142,22 @@ def _episodes(
         if members[0] == 0:
             continue  # under way when the history starts: its first soft breach is unknown
         stats.warning_hours.append(float(hours[paused[0]] - hours[members[0]]))
+
+
+def largest_climb_percent(
+    buckets: npt.NDArray[np.int64], used_percent: FloatArray, window_buckets: int
+) -> float:
+    """The most a volume's used share (percent of capacity) rose within ``window_buckets``:
+    over every bucket b, the highest use in buckets b .. b + window_buckets minus the use in b.
+    ``buckets`` are whole bucket numbers (sorted, gaps allowed: a missing bucket is no data,
+    not a value); 0 when the volume never rose."""
+    if used_percent.size == 0:
+        return 0.0
+    grid = np.full(int(buckets[-1] - buckets[0]) + 1 + window_buckets, np.nan)
+    grid[buckets - buckets[0]] = used_percent
+    ahead = np.lib.stride_tricks.sliding_window_view(grid, window_buckets + 1)
+    with np.errstate(all="ignore"):
+        highest = np.fmax.reduce(ahead, axis=1)
+    rises = highest - grid[: highest.size]
+    rises = rises[~np.isnan(rises)]
+    return float(max(rises.max(initial=0.0), 0.0))

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from schemas.wire_types import format_instant
 from spark_history import storage
-from spark_history.advice import advice_text, limits_in_force
+from spark_history.advice import advice_text
 from spark_history.balance import balance
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.clock_skew import (
@@ -36,7 +36,7 @@ from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
 from spark_history.report_html import ReportData, render
 from spark_history.session import step
-from spark_history.thresholds import IN_FORCE, TuningParams, threshold_tradeoffs
+from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
 
 REPORT_FILE = "report.html"
@@ -123,7 +123,6 @@ def write_report(
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
     with step("cluster replay of the limits"):
         replay = threshold_tradeoffs(rows, at, tuning, tombstones)
-        advice = advice_text(replay.table, limits_in_force(rows, at), tuning.lookback_hours / 24)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
@@ -139,9 +138,9 @@ def write_report(
         )
     summary = _summary(
         at,
-        advice=advice,
         forecast=forecast,
         tradeoffs=replay.table,
+        evidence=replay.evidence,
         skew=skew,
         forecast_params=forecast_params,
         tuning=tuning,
@@ -232,12 +231,26 @@ def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> Re
     return files
 
 
+def _recommendation(tradeoffs: pd.DataFrame) -> dict[str, object] | None:
+    best = tradeoffs[tradeoffs["recommended"]]
+    if best.empty:
+        return None
+    row = best.iloc[0]
+    return {
+        "softLimit": {"type": "MinFreePercentage", "level": float(row["softPercent"])},
+        "hardLimit": {"type": "MinFreePercentage", "level": float(row["hardPercent"])},
+        "minWarningHours": _or_none(row["minWarningHours"]),
+        "clusterThrottledHours": float(row["throttledHours"]),
+        "clusterPausedHours": float(row["pausedHours"]),
+    }
+
+
 def _summary(
     at: datetime,
     *,
-    advice: str,
     forecast: pd.DataFrame,
     tradeoffs: pd.DataFrame,
+    evidence: FleetEvidence,
     skew: pd.DataFrame,
     forecast_params: ForecastParams,
     tuning: TuningParams,
@@ -251,17 +264,6 @@ def _summary(
             "volumeName": first["volumeName"],
             "hoursToFull": float(first["hoursToFull"]),
         }
-    best = tradeoffs[tradeoffs["recommended"]]
-    recommendation = None
-    if not best.empty:
-        row = best.iloc[0]
-        recommendation = {
-            "softLimit": {"type": "MinFreePercentage", "level": float(row["softPercent"])},
-            "hardLimit": {"type": "MinFreePercentage", "level": float(row["hardPercent"])},
-            "minWarningHours": _or_none(row["minWarningHours"]),
-            "clusterThrottledHours": float(row["throttledHours"]),
-            "clusterPausedHours": float(row["pausedHours"]),
-        }
     current = tradeoffs[tradeoffs["limits"] == IN_FORCE].iloc[0]
     return {
         "at": format_instant(at),
@@ -271,8 +273,15 @@ def _summary(
         "volumesFull": int((forecast["trend"] == "full").sum()),
         "soonestToFill": soonest,
         "trends": {str(k): int(v) for k, v in forecast["trend"].value_counts().items()},
-        "thresholdAdvice": advice,
-        "thresholdRecommendation": recommendation,
+        "thresholdAdvice": advice_text(
+            tradeoffs, evidence, tuning.lookback_hours / 24, tuning.min_warning_hours
+        ),
+        "thresholdRecommendation": _recommendation(tradeoffs),
+        "fleetEvidence": {
+            "climbPercent": evidence.climb_percent,
+            "climbWithinHours": tuning.min_warning_hours,
+            "lowestFreePercent": evidence.lowest_free_percent,
+        },
         "limitsInForce": {
             "clusterThrottledHours": float(current["throttledHours"]),
             "clusterPausedHours": float(current["pausedHours"]),

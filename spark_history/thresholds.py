@@ -10,11 +10,20 @@ Two replays over the lookback window (30 days by default), both on hourly pre-ag
   space): episodes, the ones reaching PAUSE, and the warning each gave (hours from the first
   soft breach to the first hard breach).
 
-The recommendation is the candidate with the fewest cluster-hours throttled plus paused (then
-paused, then flips, then the higher hard and soft limits: more margin for the same cost) among
-those whose every observed hard breach had ``min_warning_hours`` of warning; a candidate whose
-hard limit was never reached qualifies (nothing to warn of), which is why the table says
-whether the warning was observed.
+A candidate may be recommended only if it is never less safe than the history allows:
+
+- **it covers the fleet's climb**: its soft limit sits at least as far above its hard limit as
+  the fleet's volumes climb within ``min_warning_hours`` (the 95th percentile over volumes of
+  each volume's largest rise of used share within that time), so a volume climbing like 95 %
+  of the fleet's worst gets that much warning, whether or not a hard breach was observed;
+- **every observed hard breach had ``min_warning_hours`` of warning**;
+- **it warns at the worst dip**: a soft limit lower than the one in force must still be above
+  the lowest free share any volume reached, or the warning that dip gave would be gone.
+
+Among those, the one with the fewest cluster-hours throttled plus paused (then paused, then
+flips, then the higher hard and soft limits: more margin for the same cost). It is recommended
+only if it is better than the limits in force: they fail one of the conditions above, or it
+throttles and pauses fewer hours; otherwise the advice is to keep the limits in force.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import broker_buckets, to_samples, tombstone_times, window_rows
 from spark_history.cluster_replay import ClusterTimeline, ReplayPolicy, replay_cluster
-from spark_history.decision_replay import Candidate, replay_volume
+from spark_history.decision_replay import Candidate, largest_climb_percent, replay_volume
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -41,8 +50,12 @@ IN_FORCE = "in force"
 
 _VOLUME_SCHEMA = (
     "brokerId int, volumeName string, softPercent double, hardPercent double, "
-    "episodes long, hardEpisodes long, warningHours array<double>"
+    "episodes long, hardEpisodes long, warningHours array<double>, climbPercent double, "
+    "lowestFreePercent double"
 )
+CLIMB_QUANTILE = 0.95
+"""The fleet's climb is this quantile, over volumes, of each volume's largest climb."""
+_UNITS = {"MinFreePercentage": "% free", "MinFreeBytes": " bytes free", "ConsumedSpace": " bytes"}
 
 TRADEOFF_COLUMNS: tuple[str, ...] = (
     "limits",
@@ -57,6 +70,8 @@ TRADEOFF_COLUMNS: tuple[str, ...] = (
     "minWarningHours",
     "medianWarningHours",
     "meetsMinimumWarning",
+    "coversFleetClimb",
+    "warnsAtWorstDip",
     "recommended",
 )
 
@@ -84,6 +99,27 @@ class TuningParams:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitsInForce:
+    text: str
+    """e.g. "soft 10% free, hard 5% free (all 48 volumes)"."""
+    volumes: int
+    soft_percent: float | None = None
+    """The most common pair's soft limit when it is MinFreePercentage, else None."""
+    hard_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetEvidence:
+    """What the history says about the fleet, whatever the limits."""
+
+    climb_percent: float
+    """The fleet's climb within ``min_warning_hours`` (points of used share)."""
+    lowest_free_percent: float
+    """The lowest free share any volume reached (its bucket minimum)."""
+    in_force: LimitsInForce
+
+
+@dataclass(frozen=True, slots=True)
 class Tradeoffs:
     table: pd.DataFrame
     """One row for the limits in force, then one per candidate (:data:`TRADEOFF_COLUMNS`)."""
@@ -91,6 +127,46 @@ class Tradeoffs:
     """The cluster hour by hour under the limits in force (the incidents timeline)."""
     buckets: pd.DataFrame
     """Per broker and hour: the worst volume (``broker_samples.broker_buckets``)."""
+    evidence: FleetEvidence
+
+
+def limits_in_force(rows: DataFrame, at: datetime) -> LimitsInForce:
+    """The most common (soft, hard) limit pair among the volumes' newest snapshots."""
+    latest = (
+        rows.where(F.col("snapshotAt") <= F.lit(at))
+        .groupBy("brokerId", "volumeName")
+        .agg(
+            F.max_by(
+                F.struct("softLimitType", "softLimitLevel", "hardLimitType", "hardLimitLevel"),
+                "snapshotAt",
+            ).alias("limits")
+        )
+        .groupBy("limits")
+        .count()
+        .orderBy(F.desc("count"))
+        .collect()
+    )
+    if not latest:
+        return LimitsInForce("unknown (no snapshot)", 0)
+    total = sum(int(row["count"]) for row in latest)
+    limits, count = latest[0]["limits"], int(latest[0]["count"])
+    soft = _limit(limits["softLimitType"], limits["softLimitLevel"])
+    hard = _limit(limits["hardLimitType"], limits["hardLimitLevel"])
+    scope = f"all {total} volumes" if count == total else f"{count} of {total} volumes"
+    return LimitsInForce(
+        f"soft {soft}, hard {hard} ({scope})",
+        total,
+        _percent(limits["softLimitType"], limits["softLimitLevel"]),
+        _percent(limits["hardLimitType"], limits["hardLimitLevel"]),
+    )
+
+
+def _limit(kind: str, level: float) -> str:
+    return f"{level:g}{_UNITS.get(kind, ' ' + kind)}"
+
+
+def _percent(kind: str, level: float) -> float | None:
+    return float(level) if kind == "MinFreePercentage" else None
 
 
 def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataFrame:
@@ -110,6 +186,12 @@ def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataF
         times = ordered["bucket"].to_numpy(dtype=np.float64) * step
         free = ordered["free"].to_numpy(dtype=np.float64)
         capacity = ordered["capacity"].to_numpy(dtype=np.int64)
+        free_percent = 100.0 * free / capacity
+        climb = largest_climb_percent(
+            ordered["bucket"].to_numpy(dtype=np.int64),
+            100.0 - free_percent,
+            math.ceil(params.min_warning_hours * 3600.0 / step),
+        )
         records = []
         for candidate in candidates:
             stats = replay_volume(
@@ -129,6 +211,8 @@ def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataF
                     "episodes": stats.episodes,
                     "hardEpisodes": stats.hard_episodes,
                     "warningHours": stats.warning_hours,
+                    "climbPercent": climb,
+                    "lowestFreePercent": float(free_percent.min()),
                 }
             )
         return pd.DataFrame.from_records(records)
@@ -178,16 +262,33 @@ def threshold_tradeoffs(
             F.sum("episodes").alias("episodes"),
             F.sum("hardEpisodes").alias("hardEpisodes"),
             F.flatten(F.collect_list("warningHours")).alias("warnings"),
+            # Every candidate's group holds every volume once: the same figures in each.
+            F.expr(f"percentile(climbPercent, {CLIMB_QUANTILE})").alias("climb"),
+            F.min("lowestFreePercent").alias("lowestFree"),
         )
         .toPandas()
     )
-    merged = cluster.merge(volumes, on=["softPercent", "hardPercent"], how="left")
-    return Tradeoffs(summarise_tradeoffs(merged, params.min_warning_hours), in_force, buckets)
+    evidence = FleetEvidence(
+        float(volumes["climb"].max()) if len(volumes) else 0.0,
+        float(volumes["lowestFree"].min()) if len(volumes) else 100.0,
+        limits_in_force(rows, at),
+    )
+    merged = cluster.merge(
+        volumes.drop(columns=["climb", "lowestFree"]), on=["softPercent", "hardPercent"], how="left"
+    )
+    table = summarise_tradeoffs(merged, params.min_warning_hours, evidence)
+    return Tradeoffs(table, in_force, buckets, evidence)
 
 
-def summarise_tradeoffs(merged: pd.DataFrame, min_warning_hours: float) -> pd.DataFrame:
-    """Warning statistics and the recommendation (small, pandas)."""
+def summarise_tradeoffs(
+    merged: pd.DataFrame, min_warning_hours: float, evidence: FleetEvidence
+) -> pd.DataFrame:
+    """Warning statistics, the safety conditions and the recommendation (small, pandas)."""
     table = merged.copy()
+    in_force = evidence.in_force
+    is_in_force = table["limits"] == IN_FORCE
+    table.loc[is_in_force, "softPercent"] = _or_nan(in_force.soft_percent)
+    table.loc[is_in_force, "hardPercent"] = _or_nan(in_force.hard_percent)
     warnings = [
         np.asarray(list(values) if isinstance(values, list | np.ndarray) else [], dtype=float)
         for values in table["warnings"]
@@ -196,18 +297,38 @@ def summarise_tradeoffs(merged: pd.DataFrame, min_warning_hours: float) -> pd.Da
     table["medianWarningHours"] = [float(np.median(w)) if w.size else math.nan for w in warnings]
     hard = table["hardEpisodes"].fillna(0)
     table["meetsMinimumWarning"] = [
-        limits != IN_FORCE
-        and (episodes == 0 or (w.size > 0 and float(w.min()) >= min_warning_hours))
-        for limits, episodes, w in zip(table["limits"], hard, warnings, strict=True)
+        episodes == 0 or (w.size > 0 and float(w.min()) >= min_warning_hours)
+        for episodes, w in zip(hard, warnings, strict=True)
     ]
+    table.loc[is_in_force, "meetsMinimumWarning"] = False  # not replayed per volume
+    gap = table["softPercent"] - table["hardPercent"]
+    table["coversFleetClimb"] = gap >= evidence.climb_percent
+    lowered = table["softPercent"] < _or_nan(in_force.soft_percent)
+    table["warnsAtWorstDip"] = table["softPercent"].notna() & ~(
+        (table["softPercent"] < evidence.lowest_free_percent)
+        & (lowered | (in_force.soft_percent is None))
+    )
     table = table.drop(columns=["warnings"])
     table["recommended"] = False
-    eligible = table[table["meetsMinimumWarning"]].copy()
+    eligible = table[
+        ~is_in_force
+        & table["meetsMinimumWarning"]
+        & table["coversFleetClimb"]
+        & table["warnsAtWorstDip"]
+    ].copy()
     if not eligible.empty:
         eligible["cost"] = eligible["throttledHours"] + eligible["pausedHours"]
         eligible["lessMargin"] = -eligible["hardPercent"]
         eligible["lessSoftMargin"] = -eligible["softPercent"]
         order = ["cost", "pausedHours", "flips", "lessMargin", "lessSoftMargin"]
         best = eligible.sort_values(order, kind="stable").index[0]
-        table.loc[best, "recommended"] = True
+        current = table[is_in_force].iloc[0]
+        today_safe = bool(current["coversFleetClimb"]) and bool(current["warnsAtWorstDip"])
+        today_cost = float(current["throttledHours"]) + float(current["pausedHours"])
+        if not today_safe or float(eligible.loc[best, "cost"]) < today_cost:
+            table.loc[best, "recommended"] = True
     return table.reset_index(drop=True)[list(TRADEOFF_COLUMNS)]
+
+
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value

@@ -6,6 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from consumer.limits import judge_free_space
 from schemas.decision import QuotaState
@@ -13,6 +15,7 @@ from spark_history.decision_replay import (
     STATE_CODES,
     Candidate,
     judge_free_space_array,
+    largest_climb_percent,
     replay_volume,
 )
 
@@ -91,3 +94,34 @@ def test_an_episode_under_way_at_the_start_gives_no_warning() -> None:
 
 def test_states_map_every_quota_state() -> None:
     assert set(STATE_CODES) == set(QuotaState)
+
+
+def test_the_largest_climb_is_the_steepest_rise_within_the_window() -> None:
+    # Used %: 50 for buckets 0-9, +1 a bucket from bucket 10 to 20 (60 at bucket 20), then a
+    # retention drop to 40 and a jump of 15 in one bucket (bucket 30: 55).
+    buckets = np.arange(0, 31, dtype=np.int64)
+    used = np.concatenate([np.full(10, 50.0), 50.0 + np.arange(1, 11), np.full(10, 40.0), [55.0]])
+    assert largest_climb_percent(buckets, used, 4) == 15.0  # the jump, whatever the window
+    assert largest_climb_percent(buckets[:21], used[:21], 4) == 4.0  # 4 buckets of +1
+    assert largest_climb_percent(buckets[:21], used[:21], 30) == 10.0
+
+
+def test_a_missing_bucket_is_no_data_and_a_falling_volume_never_climbs() -> None:
+    # Buckets 0 and 10 only: 10 buckets apart, so a window of 5 sees no rise between them.
+    sparse = np.array([0, 10], dtype=np.int64)
+    assert largest_climb_percent(sparse, np.array([20.0, 80.0]), 5) == 0.0
+    assert largest_climb_percent(sparse, np.array([20.0, 80.0]), 10) == 60.0
+    falling = np.arange(5, dtype=np.int64)
+    assert largest_climb_percent(falling, np.array([9.0, 8.0, 7.0, 6.0, 5.0]), 3) == 0.0
+    assert largest_climb_percent(falling[:0], np.array([]), 3) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 100.0), min_size=1, max_size=40),
+    st.integers(1, 12),
+)
+def test_the_largest_climb_matches_a_direct_search(used: list[float], window: int) -> None:
+    buckets = np.arange(len(used), dtype=np.int64)
+    expected = max([max(used[i : i + window + 1]) - used[i] for i in range(len(used))] + [0.0])
+    assert largest_climb_percent(buckets, np.array(used), window) == pytest.approx(expected)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spark_history.advice import LimitsInForce, advice_text
+from spark_history.advice import advice_text
 from spark_history.balance import balance
 from spark_history.thresholds import TuningParams, threshold_tradeoffs
 
@@ -31,11 +31,10 @@ def test_recommends_the_cheapest_candidate_with_enough_warning(make_rows: RowsFa
     frame = volume_frame([0], "/dev/a", hours, consumed, CAPACITY)  # in force: 10/5
     params = TuningParams(soft_grid=(10.0, 15.0, 20.0), hard_grid=(2.0, 5.0), min_warning_hours=8.0)
     replay = threshold_tradeoffs(make_rows(frame), AT, params)
-    table = replay.table.set_index(["softPercent", "hardPercent"])
+    candidates = replay.table[replay.table["limits"] == "candidate"]
+    table = candidates.set_index(["softPercent", "hardPercent"])
     for key, row in table.iterrows():
         soft, hard = cast(tuple[float, float], key)
-        if math.isnan(soft):
-            continue
         # Warning = (soft - hard) points at 1 point an hour; THROTTLE for as long, per climb.
         assert row["hardEpisodes"] == 2
         assert row["minWarningHours"] == pytest.approx(soft - hard)
@@ -50,12 +49,18 @@ def test_recommends_the_cheapest_candidate_with_enough_warning(make_rows: RowsFa
     assert table[table["recommended"]].index.tolist() == [(10.0, 2.0)]  # the least throttling
     in_force = replay.table[replay.table["limits"] == "in force"].iloc[0]
     assert in_force["throttledHours"] == 2 * (10 - 5)
-    advice = advice_text(replay.table, LimitsInForce("soft 10% free, hard 5% free", 1), 30)
-    # 10/2 throttles 16 h against 10 h today: the first sentence must say so.
-    first_sentence = advice.split(": ", 1)[0]
+    # One volume climbing 1 point an hour: 8 points within the 8 h asked for; today's 10/5
+    # leaves 5, so a safer pair may cost more, and says so first.
+    assert replay.evidence.climb_percent == pytest.approx(8.0)
+    assert replay.evidence.in_force.soft_percent == 10.0
+    advice = advice_text(replay.table, replay.evidence, 30, 8.0)
+    # 10/2 throttles 16 h against 10 h today and pauses at 2 % instead of 5 %: the first
+    # sentence says both, with both figures.
+    first_sentence = advice.split(". ", 1)[0]
     assert first_sentence.startswith("Caution"), advice
-    assert "16 h throttled" in advice
-    assert "10 h throttled" in advice
+    assert "16 h throttled" in first_sentence
+    assert "10 h throttled" in first_sentence
+    assert "pauses later (hard 2% free instead of 5%)" in first_sentence
 
 
 def test_a_fleet_that_never_paused_gets_no_recommendation_that_pauses(
@@ -79,15 +84,45 @@ def test_a_fleet_that_never_paused_gets_no_recommendation_that_pauses(
     # The cluster is throttled in the union of the windows, hours 10-19: 10 h a day.
     assert in_force["throttledHours"] == 30.0
     assert in_force["pausedHours"] == 0.0
+    # Free space falls 12.8 points at once: the soft limit must sit that far above the hard
+    # one for the jump to end in THROTTLE. 10/5 leaves 5; of the pairs that leave 12.8, 15/2
+    # throttles no more than today (the dips) and never pauses.
+    assert replay.evidence.climb_percent == pytest.approx(12.8)
+    assert replay.evidence.lowest_free_percent == pytest.approx(7.2)
     best = table[table["recommended"]].iloc[0]
+    assert (best["softPercent"], best["hardPercent"]) == (15.0, 2.0)
     assert best["pausedHours"] == 0.0
-    assert best["throttledHours"] <= in_force["throttledHours"]
-    advice = advice_text(table, LimitsInForce("soft 10% free, hard 5% free", 8), 30)
-    assert advice.startswith("Recommended:"), advice
+    assert best["throttledHours"] == in_force["throttledHours"]
+    advice = advice_text(table, replay.evidence, 30, 6.0)
+    assert advice.startswith("Caution: the recommended limits (soft 15% free, hard 2% free)")
+    assert "pauses later (hard 2% free instead of 5%)" in advice.split(". ", 1)[0]
     # 12.5/7.5 (what the per-volume tool recommended) pauses brokers 0-1's hours 10-15.
     old = table[(table["softPercent"] == 12.5) & (table["hardPercent"] == 7.5)].iloc[0]
     assert old["pausedHours"] == 18.0
     assert not old["recommended"]
+
+
+def test_a_soft_limit_under_the_worst_dip_is_never_recommended(make_rows: RowsFactory) -> None:
+    # 10/5 in force. Free space falls half a point an hour from 30 % to 8 %, once (from 60 h
+    # before AT), stays there an hour and is back to 30 %: 3 points within 6 h, which 10/5
+    # covers. 7.5/5 would never have throttled, and would never have warned of that dip: it is
+    # not eligible, and no eligible pair is cheaper than today's.
+    hours = np.arange(-72 * 60, 0, 5) / 60.0
+    descent = np.clip(30.0 - 0.5 * (hours + 60.0), 8.0, 30.0)
+    free = np.where(hours < -15.0, descent, 30.0)
+    frame = volume_frame([0], "/dev/a", hours, (100.0 - free) * CAPACITY / 100.0, CAPACITY)
+    replay = threshold_tradeoffs(make_rows(frame), AT, TuningParams())
+    candidates = replay.table[replay.table["limits"] == "candidate"]
+    table = candidates.set_index(["softPercent", "hardPercent"])
+    assert replay.evidence.lowest_free_percent == pytest.approx(8.0, abs=0.1)
+    assert replay.evidence.climb_percent == pytest.approx(3.0, abs=0.1)
+    assert table.loc[(7.5, 5.0), "throttledHours"] == 0.0
+    assert not table.loc[(7.5, 5.0), "warnsAtWorstDip"]
+    assert table.loc[(10.0, 3.0), "warnsAtWorstDip"]
+    assert not replay.table["recommended"].any(), replay.table.to_string()
+    advice = advice_text(replay.table, replay.evidence, 30, 6.0)
+    assert advice.startswith("Keep the limits in force (soft 10% free, hard 5% free"), advice
+    assert "lowest free share seen was 8.0%" in advice
 
 
 def test_balance_flags_the_odd_volume_and_the_odd_broker(make_rows: RowsFactory) -> None:
