@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from consumer.cluster_state import ClusterState
+from consumer.incoming_status import IncomingVolumeStatus, render_incoming
 from consumer.limits import judge_volume
 from consumer.overrides import RefusedOverride
 from consumer.reasons import human_bytes
@@ -59,6 +60,14 @@ class ClusterStatus(WireModel):
     )
     usage_problem: str | None = Field(
         None, alias="usageProblem", description="Why topic usage or configs could not be read."
+    )
+    incoming: list[IncomingVolumeStatus] | None = Field(
+        None,
+        description="With --incoming: bytes that moves in flight will still write, per volume "
+        "(see consumer.incoming_status).",
+    )
+    incoming_problem: str | None = Field(
+        None, alias="incomingProblem", description="Why moves in flight could not be read."
     )
 
 
@@ -159,6 +168,10 @@ def render_status_table(status: ClusterStatus) -> str:
         text += f"\nusage records refused: {refused}\n"
     if status.usage_problem:
         text += f"\ntopic usage: {status.usage_problem}\n"
+    if status.incoming is not None and status.incoming_problem is None:
+        text += "\n" + render_incoming(status.incoming) + "\n"
+    if status.incoming_problem:
+        text += f"\nincoming: not known: {status.incoming_problem}\n"
     return text
 
 

@@ -8,7 +8,9 @@ refused is counted by reason, never used.
 For each volume shown (those in THROTTLE or PAUSE; every volume with ``--topics``), its largest
 topics as the broker's sidecar measured them: bytes, share of the volume's capacity, growth over
 15 min and 24 h with the span each covers, and the retention outlook
-(``consumer.retention_outlook``) from the topic's configs, which the command reads itself.
+(``consumer.retention_outlook``) from the topic's configs, which the command reads itself; for a
+tiered topic whose segments wait for the remote store, its upload backlog
+(``consumer.upload_backlog``), and the volume's total over the topics shown.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from consumer.retention_outlook import (
     retention_outlook,
 )
 from consumer.signatures import SignatureMode, SignatureTrust, check_signature
+from consumer.upload_backlog import upload_backlog_bytes
 from schemas.decision import QuotaState
 from schemas.decode import decode_usage
 from schemas.snapshot import broker_id_from_key
@@ -122,6 +125,12 @@ class TopicStatus(WireModel):
     growth_15m: GrowthStatus | None = Field(None, alias="growth15m")
     growth_24h: GrowthStatus | None = Field(None, alias="growth24h")
     retention: RetentionStatus
+    upload_backlog_bytes: int | None = Field(
+        None,
+        alias="uploadBacklogBytes",
+        description="Tiered topics: bytes beyond what local retention keeps, waiting for the "
+        "remote store (0 when none or not tiered; absent when not known).",
+    )
 
 
 class VolumeTopicsStatus(WireModel):
@@ -134,6 +143,11 @@ class VolumeTopicsStatus(WireModel):
     other_topics: int = Field(0, alias="otherTopics")
     other_bytes: int = Field(0, alias="otherBytes")
     unattributed_bytes: int = Field(0, alias="unattributedBytes")
+    upload_backlog_bytes: int = Field(
+        0,
+        alias="uploadBacklogBytes",
+        description="The upload backlog of the topics shown, summed.",
+    )
     problem: str | None = None
 
 
@@ -214,6 +228,27 @@ def _retention(
     )
 
 
+def topic_upload_backlog(
+    topic: TopicUsage, configs: Mapping[str, str | None] | str | None
+) -> int | None:
+    """The topic's upload backlog on its volume (``consumer.upload_backlog``) from its configs;
+    None when the configs or the growth are not known."""
+    if configs is None or isinstance(configs, str):
+        return None
+    try:
+        config = retention_config(configs)
+    except ValueError:
+        return None
+    return upload_backlog_bytes(
+        config,
+        bytes_on_volume=topic.bytes,
+        transient_bytes=topic.transient_bytes,
+        partitions=topic.partitions,
+        growth_bytes_per_second=_rate(topic),
+        active_segment_bytes=topic.active_segment_bytes,
+    )
+
+
 def volume_topics(
     rows: Sequence[VolumeRow],
     documents: Mapping[int, TopicUsageDocument],
@@ -251,6 +286,7 @@ def volume_topics(
                 growth_15m=_growth(topic.growth_15m),
                 growth_24h=_growth(topic.growth_24h),
                 retention=_retention(topic, configs.get(topic.topic), row.free_bytes),
+                upload_backlog_bytes=topic_upload_backlog(topic, configs.get(topic.topic)),
             )
             for topic in entry.topics[:top]
         ]
@@ -265,12 +301,15 @@ def volume_topics(
                 other_topics=entry.other.topics + len(left_out),
                 other_bytes=entry.other.bytes + sum(topic.bytes for topic in left_out),
                 unattributed_bytes=entry.unattributed_bytes,
+                upload_backlog_bytes=sum(topic.upload_backlog_bytes or 0 for topic in topics),
             )
         )
     return shown
 
 
 TOPIC_COLUMNS = ("TOPIC", "BYTES", "SHARE", "GROWTH 15M", "GROWTH 24H", "RETENTION")
+BACKLOG_COLUMN = "UPLOAD BACKLOG"
+"""Shown (before RETENTION) only on a volume where a topic has an upload backlog."""
 
 
 def _span(seconds: float) -> str:
@@ -301,6 +340,12 @@ def _retention_cell(retention: RetentionStatus) -> str:
     return f"{text}: {retention.detail}"
 
 
+def _backlog_cell(backlog: int | None) -> str:
+    if backlog is None:
+        return "?"
+    return human_bytes(backlog) if backlog > 0 else "-"
+
+
 def render_volume_topics(entries: Sequence[VolumeTopicsStatus]) -> str:
     """One small table per shown volume."""
     parts = []
@@ -314,19 +359,24 @@ def render_volume_topics(entries: Sequence[VolumeTopicsStatus]) -> str:
             continue
         age = entry.usage_age_seconds
         title += f", surveyed {_span(max(age, 0.0))} ago:" if age is not None else ":"
-        lines: list[list[str]] = [list(TOPIC_COLUMNS)]
+        backlog = entry.upload_backlog_bytes > 0
+        columns = list(TOPIC_COLUMNS)
+        if backlog:
+            columns.insert(-1, BACKLOG_COLUMN)
+        lines: list[list[str]] = [columns]
         for topic in entry.topics:
-            lines.append(
-                [
-                    topic.topic,
-                    human_bytes(topic.bytes),
-                    f"{topic.share_percent:.1f}%",
-                    _growth_cell(topic.growth_15m),
-                    _growth_cell(topic.growth_24h),
-                    _retention_cell(topic.retention),
-                ]
-            )
-        widths = [max(len(line[column]) for line in lines) for column in range(len(TOPIC_COLUMNS))]
+            cells = [
+                topic.topic,
+                human_bytes(topic.bytes),
+                f"{topic.share_percent:.1f}%",
+                _growth_cell(topic.growth_15m),
+                _growth_cell(topic.growth_24h),
+                _retention_cell(topic.retention),
+            ]
+            if backlog:
+                cells.insert(-1, _backlog_cell(topic.upload_backlog_bytes))
+            lines.append(cells)
+        widths = [max(len(line[column]) for line in lines) for column in range(len(columns))]
         table = [
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
             for line in lines
@@ -335,5 +385,10 @@ def render_volume_topics(entries: Sequence[VolumeTopicsStatus]) -> str:
             f"  other: {entry.other_topics} topics, {human_bytes(entry.other_bytes)}; "
             f"not in any topic: {human_bytes(entry.unattributed_bytes)}"
         )
+        if backlog:
+            footer += (
+                f"\n  upload backlog: {human_bytes(entry.upload_backlog_bytes)} that local "
+                "retention cannot free until the remote store takes them"
+            )
         parts.append("\n".join([title, *table, footer]))
     return "\n\n".join(parts)

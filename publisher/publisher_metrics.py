@@ -7,6 +7,7 @@ Names follow Prometheus conventions: ``volume_quota_`` prefix, base units (bytes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeAlias
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
@@ -14,6 +15,8 @@ from publisher.volumes import VolumeMeasurement
 from schemas.usage import TopicUsageDocument
 
 VOLUME_LABELS = ("broker", "volume")
+UploadBacklogs: TypeAlias = Mapping[tuple[str, str], int]
+"""Per (volume name, topic): the tiered topic's upload backlog (``consumer.upload_backlog``)."""
 
 
 class PublisherMetrics:
@@ -99,7 +102,8 @@ class PublisherMetrics:
         self.usage_failures = Counter(
             "volume_quota_usage_failures",
             "Topic usage documents not published, by stage: survey (the walk failed), publish "
-            "(not sent or not delivered), topic (the usage topic was not ready).",
+            "(not sent or not delivered), topic (the usage topic was not ready); configs: the "
+            "topics' configs were not all read (published, without their upload backlog).",
             ["stage"],
             registry=self.registry,
         )
@@ -124,7 +128,24 @@ class PublisherMetrics:
             VOLUME_LABELS,
             registry=self.registry,
         )
+        self.topic_upload_backlog = Gauge(
+            "volume_quota_topic_upload_backlog_bytes",
+            "Bytes of a tiered topic on a broker volume beyond what local retention keeps: "
+            "segments waiting for the remote store, which no local retention can free. Only "
+            "tiered topics among volume_quota_topic_bytes' whose configs could be read.",
+            topic_labels,
+            registry=self.registry,
+        )
+        self.volume_upload_backlog = Gauge(
+            "volume_quota_volume_upload_backlog_bytes",
+            "The upload backlog of a broker volume: volume_quota_topic_upload_backlog_bytes "
+            "summed over its topics (0 when none).",
+            VOLUME_LABELS,
+            registry=self.registry,
+        )
         self._volume_labels: set[tuple[str, str]] = set()
+        self._topic_series: dict[str, list[tuple[Gauge, tuple[str, ...]]]] = {}
+        """Per broker: the per-topic series its last usage document set."""
 
     def record_volumes(self, measured: Mapping[int, Sequence[VolumeMeasurement]]) -> None:
         """Every broker's volumes as just measured; volumes no longer measured are dropped."""
@@ -140,18 +161,37 @@ class PublisherMetrics:
             self.volume_consumed.remove(*labels)
         self._volume_labels = current
 
-    def record_topic_usage(self, document: TopicUsageDocument) -> None:
-        """The topics of the document just published; the series of the previous one are
-        replaced, so the cardinality stays at usage_top_topics per volume."""
-        for gauge in (self.topic_bytes, self.topic_growth, self.other_topics_bytes):
-            gauge.clear()
+    def record_topic_usage(
+        self, document: TopicUsageDocument, backlogs: UploadBacklogs | None = None
+    ) -> None:
+        """The topics of the document just published, and the upload backlogs of its tiered
+        topics (``backlogs``; None: not known, no backlog series). The series of the same
+        broker's previous document are replaced, so the cardinality stays at usage_top_topics
+        per volume; other brokers' (the cluster agent records every broker here) stay."""
         broker = str(document.broker_id)
+        for gauge, labels in self._topic_series.pop(broker, []):
+            gauge.remove(*labels)
+        series: list[tuple[Gauge, tuple[str, ...]]] = []
+
+        def put(gauge: Gauge, labels: tuple[str, ...], value: float) -> None:
+            gauge.labels(*labels).set(value)
+            series.append((gauge, labels))
+
         for volume in document.volumes:
-            self.other_topics_bytes.labels(broker, volume.volume_name).set(volume.other.bytes)
+            put(self.other_topics_bytes, (broker, volume.volume_name), volume.other.bytes)
+            total = 0
             for topic in volume.topics:
                 labels = (broker, volume.volume_name, topic.topic)
-                self.topic_bytes.labels(*labels).set(topic.bytes)
+                put(self.topic_bytes, labels, topic.bytes)
                 for window, growth in (("15m", topic.growth_15m), ("24h", topic.growth_24h)):
                     if growth is not None and growth.seconds > 0:
-                        rate = growth.bytes / growth.seconds
-                        self.topic_growth.labels(*labels, window).set(rate)
+                        put(self.topic_growth, (*labels, window), growth.bytes / growth.seconds)
+                backlog = (
+                    None if backlogs is None else backlogs.get((volume.volume_name, topic.topic))
+                )
+                if backlog is not None:
+                    total += backlog
+                    put(self.topic_upload_backlog, labels, backlog)
+            if backlogs is not None:
+                put(self.volume_upload_backlog, (broker, volume.volume_name), total)
+        self._topic_series[broker] = series

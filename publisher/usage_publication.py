@@ -8,6 +8,10 @@ never delays a snapshot nor fails ``/readyz``. It keeps the history of its surve
 (``publisher.usage_history``) to publish each topic's growth: a restart starts it again, and the
 documents then state the shorter span they measured. Every failure is logged and counted
 (``volume_quota_usage_failures_total{stage}``); the thread never dies of one.
+
+With ``topic_configs`` (one DescribeConfigs call per document, for the topics it names) it also
+exports the upload backlog of each tiered topic (``publisher.upload_backlogs``); configs that
+cannot be read are counted (stage ``configs``) and leave the backlog series out.
 """
 
 from __future__ import annotations
@@ -19,20 +23,25 @@ from dataclasses import dataclass
 import structlog
 
 from consumer.clock import Clock
+from consumer.topic_status import TopicConfigs
 from publisher.kafka_sink import SendError, SnapshotSink
 from publisher.publication_core import ClientIssue
 from publisher.publication_loop import Credentials
 from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_usage import VolumeTopicUsage
+from publisher.upload_backlogs import document_topics, document_upload_backlogs
 from publisher.usage_document import build_usage_document, measured_topics
 from publisher.usage_history import UsageHistory
 from schemas.snapshot import snapshot_key
+from schemas.usage import TopicUsageDocument
 
 log = structlog.get_logger(logger_name="volume_quota.publisher")
 
 Survey = Callable[[], Sequence[VolumeTopicUsage]]
 """Walks the log dirs and summarizes each volume (top N topics and the rest)."""
 UsageSinkFactory = Callable[[Callable[[ClientIssue], None]], SnapshotSink]
+TopicConfigReader = Callable[[Sequence[str]], TopicConfigs]
+"""The configs of these topics (one DescribeConfigs call), or per topic why not."""
 
 POLL_SLICE_SECONDS = 0.25
 TOPIC_WAIT_SLICE_SECONDS = 0.5
@@ -76,8 +85,11 @@ class UsagePublisher:
         metrics: PublisherMetrics,
         topic_ready: Callable[[], bool] = lambda: True,
         credentials: Credentials | None = None,
+        topic_configs: TopicConfigReader | None = None,
     ) -> None:
         self._schedule = schedule
+        self._topic_configs = topic_configs
+        self._configs_warned = False
         self._survey = survey
         self._sink_factory = sink_factory
         self._clock = clock
@@ -137,9 +149,28 @@ class UsagePublisher:
             log.warning("topic usage not published", error=problem)
             return False
         self._metrics.usage_last_success.set(self._clock.wall().timestamp())
-        self._metrics.record_topic_usage(document)
+        self._metrics.record_topic_usage(document, self._upload_backlogs(document))
         log.debug("topic usage published", survey_seconds=round(seconds, 3))
         return True
+
+    def _upload_backlogs(self, document: TopicUsageDocument) -> dict[tuple[str, str], int] | None:
+        """The tiered topics' upload backlogs; None (counted) when no config could be read."""
+        if self._topic_configs is None:
+            return None
+        names = document_topics(document)
+        try:
+            configs = self._topic_configs(names) if names else {}
+        except Exception as error:
+            configs = dict.fromkeys(names, f"{type(error).__name__}: {error}")
+        unread = sorted(name for name in names if isinstance(configs.get(name, ""), str))
+        if unread:
+            self._metrics.usage_failures.labels("configs").inc()
+            report = log.debug if self._configs_warned else log.warning
+            self._configs_warned = True
+            report("topic configs not read", topics=unread[:5], detail=configs.get(unread[0]))
+        if names and len(unread) == len(names):
+            return None
+        return document_upload_backlogs(document, configs)
 
     def _deliver(self, key: bytes, value: bytes) -> str | None:
         """Send and wait for the delivery report; None when delivered, else why not."""

@@ -4,7 +4,8 @@
 - ``schemas`` imports no other package of the project; ``consumer`` never imports ``publisher``;
   ``publisher`` imports only the consumer's pure core; neither the roles' cores nor
   ``publisher`` import the application shell ``volume_quota``.
-- No module over 400 lines, no function over 60 lines except declarative tables.
+- No module over 400 lines, no function over 60 lines except declarative tables; the same for
+  the Java of the broker callback and of the Kafka quota suite (files and methods).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ PURE_MODULES = (
     "consumer/status_report",
     "consumer/topic_status",
     "consumer/retention_outlook",
+    "consumer/incoming_bytes",
+    "consumer/incoming_status",
+    "consumer/upload_backlog",
     "consumer/stream_replay",
     "consumer/topic_messages",
     "consumer/current_decision",
@@ -49,6 +53,7 @@ PURE_MODULES = (
     "publisher/usage_document",
     "publisher/usage_history",
     "publisher/log_dir_usage",
+    "publisher/upload_backlogs",
     "consumer/overrides",
     "volume_quota/byte_sizes",
     "volume_quota/durations",
@@ -175,3 +180,141 @@ def test_no_function_over_60_lines(package: str) -> None:
             if (relative, node.name) in DECLARATIVE_FUNCTIONS:
                 continue
             assert length <= 60, f"{relative}: {node.name} has {length} lines"
+
+
+JAVA_SOURCES = (
+    REPOSITORY / "deploy/broker-plugin/src/main",
+    REPOSITORY / "tests/kafka_quota_suite/src",
+)
+JAVA_NOT_METHODS = {"if", "for", "while", "switch", "catch", "synchronized", "try", "do", "else"}
+JAVA_NOT_METHOD_WORDS = re.compile(r"\b(class|interface|enum|record|new)\b|->|=")
+JAVA_ANNOTATION = re.compile(r"@[\w.]+(\s*\([^()]*\))?")
+JAVA_SIGNATURE = re.compile(r"(\w+)\s*\([^()]*(\([^()]*\)[^()]*)*\)\s*(throws\s+[\w.,\s<>]+)?$")
+
+
+def java_code_only(source: str) -> str:
+    """The source with comments, strings, text blocks and chars blanked; newlines kept."""
+    out: list[str] = []
+    i, n = 0, len(source)
+    while i < n:
+        if source.startswith("//", i):
+            end = source.find("\n", i)
+            end = n if end < 0 else end
+        elif source.startswith("/*", i):
+            end = source.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+        elif source.startswith('"""', i):
+            end = source.find('"""', i + 3)
+            end = n if end < 0 else end + 3
+        elif source[i] in "\"'":
+            end = i + 1
+            while end < n and source[end] != source[i]:
+                end += 2 if source[end] == "\\" else 1
+            end = min(end + 1, n)
+        else:
+            out.append(source[i])
+            i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", source[i:end]))
+        i = end
+    return "".join(out)
+
+
+def java_methods(source: str) -> list[tuple[str, int]]:
+    """(name, lines) of every method and constructor: from its name's line to its closing brace."""
+    code = java_code_only(source)
+    methods: list[tuple[str, int]] = []
+    for position, char in enumerate(code):
+        if char != "{":
+            continue
+        header_start = max(code.rfind(c, 0, position) for c in ";{}") + 1
+        header = JAVA_ANNOTATION.sub(" ", code[header_start:position]).strip()
+        signature = JAVA_SIGNATURE.search(header)
+        if signature is None or signature.group(1) in JAVA_NOT_METHODS:
+            continue
+        if JAVA_NOT_METHOD_WORDS.search(header):
+            continue
+        depth, end = 0, position
+        for end in range(position, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        name = re.compile(rf"\b{signature.group(1)}\s*\(")
+        name_at = [m.start() for m in name.finditer(code, header_start, position)][-1]
+        first_line = code.count("\n", 0, name_at) + 1
+        methods.append((signature.group(1), code.count("\n", 0, end) + 1 - first_line + 1))
+    return methods
+
+
+def java_files() -> Iterator[Path]:
+    for root in JAVA_SOURCES:
+        yield from sorted(root.rglob("*.java"))
+
+
+def test_the_java_reader_skips_strings_chars_and_comments() -> None:
+    source = (
+        "class A {\n"
+        "    String braces() {\n"
+        "        String s = \"{ not a block }\"; char c = '{'; // } a comment\n"
+        "        /* { */ return s + c;\n"
+        "    }\n"
+        "}\n"
+    )
+    assert java_methods(source) == [("braces", 4)]
+
+
+def test_the_java_reader_counts_a_lambda_inside_its_method_and_not_as_one() -> None:
+    source = (
+        "class A {\n"
+        "    @Override\n"
+        "    public void run(Map<String, Integer> map) throws IOException {\n"
+        "        map.forEach((k, v) -> {\n"
+        "            System.out.println(k);\n"
+        "        });\n"
+        "        if (map.isEmpty()) {\n"
+        "            return;\n"
+        "        }\n"
+        "    }\n"
+        "}\n"
+    )
+    assert java_methods(source) == [("run", 8)]
+
+
+def test_the_java_reader_finds_methods_of_nested_classes_and_constructors() -> None:
+    source = (
+        "final class Outer {\n"
+        "    Outer(int a) {\n"
+        "        this.a = a;\n"
+        "    }\n"
+        "    static final class Inner {\n"
+        "        private record R(int x) {\n"
+        "        }\n"
+        "        int twice(\n"
+        "                int x) {\n"
+        "            return new Object() {\n"
+        "                int id() { return 2; }\n"
+        "            }.id() * x;\n"
+        "        }\n"
+        "    }\n"
+        "}\n"
+    )
+    assert java_methods(source) == [("Outer", 3), ("twice", 6), ("id", 1)]
+
+
+def test_no_java_file_over_400_lines() -> None:
+    too_long = [
+        f"{path.relative_to(REPOSITORY)} has {lines} lines"
+        for path in java_files()
+        if (lines := path.read_text().count("\n")) > 400
+    ]
+    assert not too_long
+
+
+def test_no_java_method_over_60_lines() -> None:
+    too_long = [
+        f"{path.relative_to(REPOSITORY)}: {name} has {lines} lines"
+        for path in java_files()
+        for name, lines in java_methods(path.read_text())
+        if lines > 60
+    ]
+    assert not too_long

@@ -350,3 +350,85 @@ def test_the_broker_certificate_alert_stays_quiet_with_time_left(tmp_path: Path)
     ]
     failure = _broker_certificate_alert_test(series, tmp_path, fires=False)
     assert not failure, failure
+
+
+SIDECAR_JOB = f"{FULLNAME}-headless"
+MiB = 1024 * 1024
+BACKLOG = "volume_quota_volume_upload_backlog_bytes"
+
+
+def _backlog_series(values: str, pod: str, broker: str) -> dict[str, str]:
+    labels = {"namespace": NAMESPACE, "job": SIDECAR_JOB, "pod": pod}
+    labels |= {"instance": f"10.0.1.{broker}:8080", "broker": broker, "volume": "/dev/sdb"}
+    text = ", ".join(f'{key}="{value}"' for key, value in labels.items())
+    return {"series": f"{BACKLOG}{{{text}}}", "values": values}
+
+
+def _upload_backlog_alert_test(
+    series: list[dict[str, str]],
+    checks: list[tuple[str, list[str]]],
+    tmp_path: Path,
+    settings: dict[str, str] | None = None,
+) -> str:
+    """promtool's complaints (empty: as expected) about VolumeQuotaTieredUploadBacklog firing,
+    at each (eval time, brokers), for exactly those brokers' volumes."""
+    groups = _groups(render(settings=MONITORING | (settings or {})))
+    for group in groups:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    pods = {"0": P0, "1": P1}
+    alert_tests = [
+        {
+            "eval_time": at,
+            "alertname": "VolumeQuotaTieredUploadBacklog",
+            "exp_alerts": [
+                {
+                    "exp_labels": {
+                        "namespace": NAMESPACE,
+                        "pod": pods[broker],
+                        "broker": broker,
+                        "volume": "/dev/sdb",
+                        "severity": "warning",
+                    }
+                }
+                for broker in brokers
+            ],
+        }
+        for at, brokers in checks
+    ]
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": alert_tests}],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    completed = subprocess.run(
+        [promtool(), "test", "rules", "tests.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
+
+
+def test_the_upload_backlog_alert_fires_after_15_minutes_above_1_gib_and_clears(
+    tmp_path: Path,
+) -> None:
+    # Broker 0's backlog grows by 100 MiB a minute from 0 (above 1 GiB from 11m), then drains
+    # at 40m; broker 1 keeps 100 MiB waiting, which is not alarming.
+    series = [
+        _backlog_series(f"0+{100 * MiB}x40 0+0x20", P0, "0"),
+        _backlog_series(f"{100 * MiB}+0x60", P1, "1"),
+    ]
+    checks = [("10m", []), ("25m", []), ("30m", ["0"]), ("39m", ["0"]), ("45m", [])]
+    assert _upload_backlog_alert_test(series, checks, tmp_path) == ""
+
+
+def test_the_upload_backlog_threshold_is_a_chart_value(tmp_path: Path) -> None:
+    series = [_backlog_series(f"{100 * MiB}+0x30", P1, "1")]
+    lowered = {"prometheusRule.uploadBacklogBytes": str(50 * MiB)}
+    assert _upload_backlog_alert_test(series, [("20m", ["1"])], tmp_path, lowered) == ""
+    assert _upload_backlog_alert_test(series, [("20m", ["1"])], tmp_path) != ""

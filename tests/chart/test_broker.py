@@ -187,6 +187,8 @@ def test_the_acl_job_grants_the_sidecar_principal_on_the_topic(
     for operation in ("Create", "Write", "Read", "Describe", "DescribeConfigs"):
         assert f"--operation {operation} " in script or f"--operation {operation}\n" in script
     assert '--allow-principal "User:$SIDECAR_PRINCIPAL"' in script
+    # The configs of every topic, for the tiered topics' upload backlogs.
+    assert "--operation DescribeConfigs --topic '*' --resource-pattern-type literal" in script
 
 
 def test_the_kafka_image_is_pinned(default_manifests: list[Manifest]) -> None:

@@ -154,6 +154,7 @@ def test_the_alerts_cover_what_an_operator_must_know(monitored: list[Manifest]) 
         "VolumeQuotaThrottleInForce",
         "VolumeQuotaClientCertificateExpiring",
         "VolumeQuotaBrokerCertificateExpiring",
+        "VolumeQuotaTieredUploadBacklog",
         *CALLBACK_ALERTS,
     }
     assert 'state="PAUSE"' in rules["VolumeQuotaPauseInForce"]["expr"]

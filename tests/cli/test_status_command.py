@@ -16,7 +16,8 @@ from consumer.snapshot_topic_reader import TopicAccessDeniedError, TopicRecord
 from consumer.topic_status import NOT_AUTHORIZED, UsageCollection
 from tests.consumer.test_topic_status import LOGS, usage_value
 from volume_quota.cli import main
-from volume_quota.commands.status import describe_topic_configs, read_usage
+from volume_quota.commands.status import read_usage
+from volume_quota.daemons.topic_configs import describe_topic_configs
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 

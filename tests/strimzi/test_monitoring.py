@@ -232,3 +232,35 @@ def test_the_scrape_labels_matter(tmp_path: Path) -> None:
     ]
     checks = [_fires("VolumeQuotaAgentDown", "10m", [])]
     assert _run_alerts(series, checks, tmp_path).returncode == 0
+
+
+def test_the_upload_backlog_alert_fires_once_per_broker_volume_above_1_gib(
+    tmp_path: Path,
+) -> None:
+    """Both agents publish broker 2's usage: one alert for its volume, after 15 minutes above
+    1 GiB; broker 1's 100 MiB backlog is not alarming; a drained backlog clears it."""
+    mib = 1024 * 1024
+    labels = {"broker": "2", "volume": "/var/lib/kafka/data-0"}
+    series = [
+        _series(
+            "volume_quota_volume_upload_backlog_bytes", f"0+{100 * mib}x40 0+0x20", pod, **labels
+        )
+        for pod in (A0, A1)
+    ]
+    series.append(
+        _series(
+            "volume_quota_volume_upload_backlog_bytes",
+            f"{100 * mib}+0x60",
+            A0,
+            broker="1",
+            volume="/var/lib/kafka/data-0",
+        )
+    )
+    firing = {"namespace": NAMESPACE, **labels, "severity": "warning"}
+    checks = [
+        _fires("VolumeQuotaTieredUploadBacklog", "25m", []),
+        _fires("VolumeQuotaTieredUploadBacklog", "30m", [firing]),
+        _fires("VolumeQuotaTieredUploadBacklog", "45m", []),
+    ]
+    completed = _run_alerts(series, checks, tmp_path)
+    assert completed.returncode == 0, completed.stdout + completed.stderr

@@ -7,19 +7,20 @@ import argparse
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
 from consumer.clock import SystemClock
 from consumer.cluster_state import ClusterState
 from consumer.consumer_metrics import ConsumerMetrics
 from consumer.decision_service import DecisionService, LoopTiming
+from consumer.incoming_bytes import incoming_moves
+from consumer.incoming_status import incoming_status
 from consumer.override_follower import OverrideFollower
 from consumer.snapshot_topic_reader import (
     SnapshotTopicReader,
@@ -33,7 +34,6 @@ from consumer.status_report import (
     status_as_json,
 )
 from consumer.topic_status import (
-    NOT_AUTHORIZED,
     TopicConfigs,
     UsageCollection,
     topics_to_describe,
@@ -41,9 +41,12 @@ from consumer.topic_status import (
 )
 from schemas.decision import QuotaState
 from volume_quota.arguments import positive_integer, positive_seconds
+from volume_quota.commands.status_incoming import MovesAdmin, describe_moves
 from volume_quota.config import StatusSettings, add_settings_arguments, settings_from_arguments
+from volume_quota.daemons.agent_usage import KafkaPythonLogDirs
 from volume_quota.daemons.decider import KafkaClients, override_policy, signature_policy
-from volume_quota.kafka_client_config import consumer_config
+from volume_quota.daemons.topic_configs import describe_topic_configs
+from volume_quota.kafka_client_config import consumer_config, kafka_python_admin_config
 from volume_quota.logging_setup import configure_logging, with_client_logger
 
 DESCRIPTION = """\
@@ -71,8 +74,23 @@ the topics' retention configs from one DescribeConfigs call:
               may still add fits the volume's free space, "(MORE THAN THE FREE SPACE)" when
               not. "retention: unknown (not authorized to describe configs)" when this
               identity may not DescribeConfigs the topic.
+  UPLOAD BACKLOG  only on a volume where a tiered topic (remote.storage.enable=true) holds
+              bytes beyond what local retention keeps: segments the remote store has not
+              taken, which no local retention can free ("?": not known yet); the volume's
+              total is printed under the table.
 This needs READ on the usage topic and DESCRIBE_CONFIGS on the topics shown; without them the
 volume table and the decision still print.
+
+Bytes on their way in (--incoming): partition reassignments (ListPartitionReassignments: the
+replicas being added) and log-dir moves (DescribeLogDirs: -future replicas) still to write, per
+broker and volume, as committed usage: each adding replica will write the partition's size (its
+largest replica not being added) minus what it holds already; a -future replica, its current
+replica's size minus its own. The volume's used + incoming bytes are judged against its soft and
+hard limits: "WOULD CROSS THE SOFT LIMIT" (or HARD) when the moves alone would take it into
+THROTTLE (or PAUSE) once they land. A replica not created yet has no log dir: on a broker with
+one volume it lands there; with several it is shown per broker, judged on the volume of the log
+dir Kafka picks by default (the one with the fewest partitions). This needs DESCRIBE on the
+cluster; without it the rest still prints, with the reason.
 """
 
 EPILOG = """\
@@ -81,6 +99,7 @@ examples:
       --tls-cert-file user.crt --tls-key-file user.key
   volume-quota status --json ... | jq '.volumes[] | select(.state != "OPEN")'
   volume-quota status --topics --top-topics 10 ...
+  volume-quota status --incoming ...
 
 exit status: 0 when the topic was read and the live brokers learned, 1 when that did not
 happen within --timeout (what was read is still printed), 2 for bad configuration.
@@ -116,47 +135,13 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="N",
         help="show this many largest topics per volume (default: %(default)s)",
     )
+    parser.add_argument(
+        "--incoming",
+        action="store_true",
+        help="show the bytes that reassignments and log-dir moves in flight will still write, "
+        "per volume, against its limits (needs DESCRIBE on the cluster)",
+    )
     parser.set_defaults(run=run)
-
-
-class ConfigAdmin(Protocol):
-    def describe_configs(
-        self, resources: list[ConfigResource], **kwargs: Any
-    ) -> Mapping[ConfigResource, Future[Any]]: ...
-
-
-AUTHORIZATION_ERRORS = frozenset(
-    {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
-)
-
-
-def describe_topic_configs(
-    admin: ConfigAdmin, topics: Sequence[str], timeout_seconds: float
-) -> TopicConfigs:
-    """Each topic's configs (name -> value) from one DescribeConfigs call, or why not."""
-    if not topics:
-        return {}
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics]
-    answers: dict[str, Mapping[str, str | None] | str] = {}
-    try:
-        futures = admin.describe_configs(resources, request_timeout=timeout_seconds)
-    except Exception as error:
-        return dict.fromkeys(topics, f"configs not read: {error}")
-    for resource, future in futures.items():
-        try:
-            entries = future.result(timeout=timeout_seconds)
-        except KafkaException as error:
-            kafka_error = error.args[0] if error.args else None
-            code = kafka_error.code() if isinstance(kafka_error, KafkaError) else None
-            answers[resource.name] = (
-                NOT_AUTHORIZED if code in AUTHORIZATION_ERRORS else f"configs not read: {error}"
-            )
-            continue
-        except Exception as error:
-            answers[resource.name] = f"configs not read: {error}"
-            continue
-        answers[resource.name] = {name: entry.value for name, entry in entries.items()}
-    return answers
 
 
 class UsageReader(Protocol):
@@ -230,6 +215,34 @@ def _with_topics(
     )
 
 
+def _kafka_python_admin(settings: StatusSettings) -> MovesAdmin:
+    # Imported here: kafka-python loads its protocol tables when imported.
+    from kafka.admin import KafkaAdminClient  # noqa: PLC0415
+
+    config = kafka_python_admin_config(
+        settings.required_kafka_connection(), f"volume-quota-status-{settings.broker_id}"
+    )
+    admin: MovesAdmin = KafkaAdminClient(**config)
+    return admin
+
+
+def _with_incoming(
+    status: ClusterStatus, settings: StatusSettings, arguments: argparse.Namespace
+) -> ClusterStatus:
+    """``status`` with the bytes that moves in flight will still write, per volume."""
+    if not arguments.incoming:
+        return status
+    moves = describe_moves(
+        lambda: _kafka_python_admin(settings),
+        KafkaPythonLogDirs,
+        min(arguments.timeout, 15.0),
+    )
+    if isinstance(moves, str):
+        return status.model_copy(update={"incoming": [], "incoming_problem": moves})
+    found = incoming_moves(moves.reassignments, moves.replicas, moves.log_dirs)
+    return status.model_copy(update={"incoming": incoming_status(found, status.volumes)})
+
+
 def run(arguments: argparse.Namespace) -> int:
     settings = settings_from_arguments(StatusSettings, arguments)
     configure_logging("error")
@@ -257,6 +270,7 @@ def run(arguments: argparse.Namespace) -> int:
         clients.close()
     status = cluster_status(state, service.current.decision, clock.wall(), overrides.refused)
     status = _with_topics(status, settings, arguments)
+    status = _with_incoming(status, settings, arguments)
     if arguments.json:
         print(json.dumps(status_as_json(status), indent=2))
     else:

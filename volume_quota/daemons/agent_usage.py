@@ -24,6 +24,7 @@ from publisher.publisher_metrics import PublisherMetrics
 from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.topic_usage import VolumeTopicUsage
 from publisher.usage_publication import (
+    TopicConfigReader,
     UsagePublisher,
     UsageSchedule,
     UsageSinkFactory,
@@ -31,6 +32,7 @@ from publisher.usage_publication import (
 )
 from volume_quota.certificate_files import TlsCredentials
 from volume_quota.config import PublishSettings
+from volume_quota.daemons.topic_configs import topic_config_reader
 from volume_quota.kafka_client_config import admin_config, producer_config
 from volume_quota.logging_setup import get_logger, with_client_logger
 
@@ -110,6 +112,7 @@ class AgentUsagePublication:
         clock: Clock,
         metrics: PublisherMetrics,
         credentials_factory: Callable[[], Credentials | None] = lambda: None,
+        topic_configs: TopicConfigReader | None = None,
     ) -> None:
         self._schedule = schedule
         self._log_dirs_factory = log_dirs_factory
@@ -119,6 +122,7 @@ class AgentUsagePublication:
         self._clock = clock
         self._metrics = metrics
         self._credentials_factory = credentials_factory
+        self._topic_configs = topic_configs
         self.publishers: dict[int, UsagePublisher] = {}
         """One per broker ever surveyed: its producer and its growth history."""
         self._failing = False
@@ -191,6 +195,7 @@ class AgentUsagePublication:
                 clock=self._clock,
                 metrics=self._metrics,
                 credentials=self._credentials_factory(),
+                topic_configs=self._topic_configs,
             )
             self.publishers[broker_id] = publisher
         return publisher
@@ -254,4 +259,8 @@ def agent_usage_publication(
         clock=clock,
         metrics=metrics,
         credentials_factory=lambda: None if tls is None else TlsCredentials(tls),
+        topic_configs=topic_config_reader(
+            lambda: new_admin_client(with_client_logger(admin_config(connection, client_id))),
+            min(10.0, settings.delivery_timeout),
+        ),
     )

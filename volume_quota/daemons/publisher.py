@@ -46,6 +46,7 @@ from volume_quota.certificate_inspection import CertificateError
 from volume_quota.config import PublishSettings, describe_setting
 from volume_quota.config.concerns import HttpSettings
 from volume_quota.daemons.agent_usage import AgentUsagePublication, agent_usage_publication
+from volume_quota.daemons.topic_configs import topic_config_reader
 from volume_quota.errors import UsageError
 from volume_quota.http_endpoints import EndpointServer, HealthCheck
 from volume_quota.kafka_client_config import (
@@ -113,6 +114,7 @@ class UsagePublication:
         tls = settings.client_tls_files()
         top = settings.usage_top_topics
         fixed = list(volumes)
+        config_admin = admin_config(connection, broker_id)
         self.publisher = UsagePublisher(
             UsageSchedule(broker_id, settings.usage_interval, settings.delivery_timeout),
             survey=lambda: summarize_volumes(walk_volumes(fixed), top),
@@ -123,6 +125,10 @@ class UsagePublication:
             metrics=metrics,
             topic_ready=self.guard.ready.is_set,
             credentials=None if tls is None else TlsCredentials(tls),
+            topic_configs=topic_config_reader(
+                lambda: new_admin_client(with_client_logger(config_admin)),
+                min(10.0, settings.delivery_timeout),
+            ),
         )
 
     def start(self) -> None:

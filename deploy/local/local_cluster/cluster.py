@@ -42,6 +42,7 @@ from local_cluster.jvm import (
 from local_cluster.pki import ClusterPki, IdentityFiles, broker_identity
 from local_cluster.ports import allocate_broker_ports
 from local_cluster.probe import broker_serves
+from local_cluster.tiered_storage import with_tiered_storage
 
 ClientConfig = dict[str, str | int | float | bool]
 """A librdkafka (confluent-kafka) configuration; the type AdminClient's stubs accept."""
@@ -91,6 +92,7 @@ class LocalKafkaCluster:
         ports: Sequence[BrokerPorts] | None = None,
         sasl_listener: bool = False,
         per_broker_environment: Sequence[Mapping[str, str]] | None = None,
+        tiered_storage_dir: Path | None = None,
     ) -> None:
         """``log_dirs[i]`` lists broker i's data dirs (default ``broker-<i>/data``).
 
@@ -105,6 +107,8 @@ class LocalKafkaCluster:
         ``per_broker_environment[i]`` adds variables to broker i's JVM environment (on top of
         this process's), e.g. ``LD_PRELOAD`` of libfaketime to run one broker with its wall
         clock off; by default every broker inherits this process's environment unchanged.
+        ``tiered_storage_dir`` turns tiered storage on: Kafka's ``LocalTieredStorage`` keeps the
+        remote segments there (:mod:`local_cluster.tiered_storage`).
         """
         check_node_layout(broker_count, log_dirs, per_broker_properties, ports, sasl_listener)
         if per_broker_environment is not None and len(per_broker_environment) != broker_count:
@@ -128,6 +132,7 @@ class LocalKafkaCluster:
         self.sasl_listener = sasl_listener
         self._environments = [dict(e) for e in per_broker_environment or [{}] * broker_count]
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._tiered_dir = tiered_storage_dir
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -151,6 +156,9 @@ class LocalKafkaCluster:
         )
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._pki = ClusterPki.create_or_open(self.base_dir / "pki", self.broker_count)
+        if self._tiered_dir is not None:
+            tiered = with_tiered_storage(self._own_properties, self._pki, self._tiered_dir)
+            self._own_properties = tiered
         if self._ports is None:
             self._ports = allocate_broker_ports(self.broker_count, sasl=self.sasl_listener)
         for index in range(self.broker_count):
