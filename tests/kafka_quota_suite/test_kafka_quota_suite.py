@@ -52,10 +52,20 @@ def parse_summary(console: str) -> LauncherSummary:
     return LauncherSummary(**{name: counts[name] for name in _COUNTS})
 
 
-def assert_every_test_passed(summary: LauncherSummary) -> None:
+def failures(console: str, context: int = 4) -> str:
+    """The lines of the launcher's tree that mark a failed test (``✘``), each with the lines
+    that follow it (the exception), for the assertion message."""
+    lines = console.splitlines()
+    marked = [index for index, line in enumerate(lines) if "✘" in line]
+    return "\n".join("\n".join(lines[index : index + context + 1]) for index in marked)
+
+
+def assert_every_test_passed(summary: LauncherSummary, console: str = "") -> None:
     """Tests were found, and every one of them ran and passed: none failed, skipped or aborted."""
     assert summary.found > 0, "the launcher found no test"
-    assert summary.failed == 0, f"{summary.failed} of {summary.found} Kafka quota tests failed"
+    assert summary.failed == 0, (
+        f"{summary.failed} of {summary.found} Kafka quota tests failed:\n{failures(console)}"
+    )
     assert summary.skipped == 0, f"{summary.skipped} Kafka quota tests were skipped"
     assert summary.aborted == 0, f"{summary.aborted} Kafka quota tests were aborted"
     assert summary.started == summary.found == summary.successful, summary
@@ -105,6 +115,19 @@ def test_a_summary_with_any_test_not_passed_is_refused(summary: LauncherSummary)
         assert_every_test_passed(summary)
 
 
+def test_a_failure_names_the_failed_test_and_its_exception() -> None:
+    console = (
+        "├─ VolumeQuotaClientIdQuotaTest ✔\n"
+        "│  ├─ testQuotaOverrideDelete(String, String) ✔\n"
+        "│  └─ testThrottledProducerConsumer(String, String) ✘ expected: <true> but was: <false>\n"
+        "│        org.opentest4j.AssertionFailedError: Throttle time metrics not updated\n"
+        "│          at kafka.api.BaseQuotaTest.verifyThrottleTimeMetric(BaseQuotaTest.scala:330)\n"
+    )
+    summary = LauncherSummary(found=2, started=2, successful=1, skipped=0, aborted=0, failed=1)
+    with pytest.raises(AssertionError, match=r"(?s)1 of 2.*testThrottledProducerConsumer.*not upd"):
+        assert_every_test_passed(summary, console)
+
+
 def test_markers_are_counted_per_test_and_state() -> None:
     markers = (
         "callback-in-force state=OPEN brokers=0,1 test=A.t1()\n"
@@ -143,7 +166,7 @@ def test_kafka_quota_tests_pass_unchanged_with_the_callback_installed(
     report = result.stderr[-6000:]
     console = (tmp_path / "console.txt").read_text(encoding="utf-8", errors="replace")
     summary = parse_summary(console)
-    assert_every_test_passed(summary)
+    assert_every_test_passed(summary, console)
     assert result.returncode == 0, report
 
     markers = (tmp_path / "markers.txt").read_text(encoding="utf-8")
