@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +24,12 @@ from cryptography import x509
 from local_cluster import LocalKafkaCluster, grant_sidecar_acls, issue_client
 from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC, USAGE_TOPIC, allow, create_acls
 from tests.publisher.daemon_harness import DaemonProcess
-from tests.real_broker.kafka_helpers import create_topic, produce
+from tests.real_broker.kafka_helpers import (
+    create_topic,
+    produce,
+    sidecar_settings,
+    volume_quota_command,
+)
 from tests.support import du_bytes, partition_dirs
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(420)]
@@ -90,26 +94,20 @@ def _write(cluster: LocalKafkaCluster, stop: threading.Event) -> None:
 def run_status(
     cluster: LocalKafkaCluster, identity: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    files = cluster.identity_files(identity)
     publisher = cluster.identity_files("publisher")
     signer = x509.load_pem_x509_certificate(publisher.cert.read_bytes())
+    command = volume_quota_command(
+        cluster,
+        identity,
+        "status",
+        "--topics",
+        "--timeout=60",
+        "--snapshot-signatures=require",
+        f"--cluster-signers={signer.subject.rfc4514_string()}",
+        *extra,
+    )
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "volume_quota",
-            "status",
-            "--topics",
-            "--timeout=60",
-            f"--bootstrap-servers={cluster.bootstrap_servers}",
-            f"--tls-ca-file={files.ca}",
-            f"--tls-cert-file={files.cert}",
-            f"--tls-key-file={files.key}",
-            "--no-tls-verify-hostname",
-            "--snapshot-signatures=require",
-            f"--cluster-signers={signer.subject.rfc4514_string()}",
-            *extra,
-        ],
+        command,
         capture_output=True,
         text=True,
         timeout=120,
@@ -122,17 +120,7 @@ def surveyed(cluster: LocalKafkaCluster) -> tuple[dict[str, Any], dict[str, int]
     """Run the publisher while the topics are written, stop writing, and wait for ``status``
     to show a survey taken after the last write: its JSON document, and ``du`` of each topic."""
     files = cluster.broker_files(0)
-    identity = cluster.identity_files("publisher")
-    settings = {
-        "bootstrap_servers": cluster.bootstrap_servers,
-        "tls_ca_file": identity.ca,
-        "tls_cert_file": identity.cert,
-        "tls_key_file": identity.key,
-        "server_properties": files.server_properties,
-        "metrics_host": "127.0.0.1",
-        "metrics_port": 0,
-        "usage_interval": f"{INTERVAL_SECONDS}s",
-    }
+    settings = sidecar_settings(cluster, 0, INTERVAL_SECONDS)
     stop = threading.Event()
     writer = threading.Thread(target=_write, args=(cluster, stop), daemon=True)
     with DaemonProcess(settings) as daemon:

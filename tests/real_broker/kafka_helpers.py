@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,45 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from local_cluster import LocalKafkaCluster
 from local_cluster.acls import USAGE_TOPIC
 from local_cluster.probe import CLIENT_LOG
+
+
+def volume_quota_command(
+    cluster: LocalKafkaCluster, identity: str, command: str, *extra: str
+) -> list[str]:
+    """``python -m volume_quota <command> ...extra``, connected to the cluster as ``identity``
+    over its mTLS listener."""
+    files = cluster.identity_files(identity)
+    return [
+        sys.executable,
+        "-m",
+        "volume_quota",
+        command,
+        f"--bootstrap-servers={cluster.bootstrap_servers}",
+        f"--tls-ca-file={files.ca}",
+        f"--tls-cert-file={files.cert}",
+        f"--tls-key-file={files.key}",
+        "--no-tls-verify-hostname",
+        *extra,
+    ]
+
+
+def sidecar_settings(
+    cluster: LocalKafkaCluster, broker: int, usage_interval_seconds: float
+) -> dict[str, object]:
+    """A sidecar's settings for ``broker`` (the publisher identity, metrics on a free port),
+    surveying topic usage every ``usage_interval_seconds``."""
+    identity = cluster.identity_files("publisher")
+    return {
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "tls_ca_file": identity.ca,
+        "tls_cert_file": identity.cert,
+        "tls_key_file": identity.key,
+        "server_properties": cluster.broker_files(broker).server_properties,
+        "metrics_host": "127.0.0.1",
+        "metrics_port": 0,
+        "usage_interval": f"{usage_interval_seconds:g}s",
+    }
+
 
 DEFAULT_TIMEOUT_S = 30.0
 # Clients that must fail give up after this long; long enough for a working client on a

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -32,7 +31,12 @@ from kafka.structs import TopicPartition
 from local_cluster import LocalKafkaCluster, grant_sidecar_acls, issue_client
 from local_cluster.acls import OVERRIDE_TOPIC, SNAPSHOT_TOPIC, USAGE_TOPIC, allow
 from tests.publisher.daemon_harness import DaemonProcess
-from tests.real_broker.kafka_helpers import produce, quiet, wait_for_topic_leaders
+from tests.real_broker.kafka_helpers import (
+    produce,
+    quiet,
+    volume_quota_command,
+    wait_for_topic_leaders,
+)
 from tests.support import wait_for
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(240)]
@@ -130,22 +134,8 @@ def set_throttle(cluster: LocalKafkaCluster, on: bool) -> None:
 
 
 def run_status(cluster: LocalKafkaCluster, identity: str, *extra: str) -> str:
-    files = cluster.identity_files(identity)
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "volume_quota",
-            "status",
-            "--incoming",
-            "--timeout=30",
-            f"--bootstrap-servers={cluster.bootstrap_servers}",
-            f"--tls-ca-file={files.ca}",
-            f"--tls-cert-file={files.cert}",
-            f"--tls-key-file={files.key}",
-            "--no-tls-verify-hostname",
-            *extra,
-        ],
+        volume_quota_command(cluster, identity, "status", "--incoming", "--timeout=30", *extra),
         capture_output=True,
         text=True,
         timeout=90,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -39,7 +38,7 @@ from tests.chart.test_monitoring import FULLNAME
 from tests.publisher.daemon_harness import DaemonProcess, metric_values
 from tests.support import wait_for
 
-from .kafka_helpers import create_topic, produce
+from .kafka_helpers import create_topic, produce, sidecar_settings, volume_quota_command
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
@@ -171,22 +170,8 @@ def _remote_segments(remote_store: Path) -> list[Path]:
 
 
 def _status(cluster: LocalKafkaCluster, *extra: str) -> subprocess.CompletedProcess[str]:
-    files = cluster.identity_files("admin")
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "volume_quota",
-            "status",
-            "--topics",
-            "--timeout=60",
-            f"--bootstrap-servers={cluster.bootstrap_servers}",
-            f"--tls-ca-file={files.ca}",
-            f"--tls-cert-file={files.cert}",
-            f"--tls-key-file={files.key}",
-            "--no-tls-verify-hostname",
-            *extra,
-        ],
+        volume_quota_command(cluster, "admin", "status", "--topics", "--timeout=60", *extra),
         capture_output=True,
         text=True,
         timeout=120,
@@ -271,18 +256,7 @@ def _alert_expression_check(
 def test_the_backlog_grows_while_the_remote_store_is_read_only_and_drains_after(
     cluster: LocalKafkaCluster, remote_store: Path, tmp_path: Path
 ) -> None:
-    files = cluster.broker_files(0)
-    identity = cluster.identity_files("publisher")
-    settings = {
-        "bootstrap_servers": cluster.bootstrap_servers,
-        "tls_ca_file": identity.ca,
-        "tls_cert_file": identity.cert,
-        "tls_key_file": identity.key,
-        "server_properties": files.server_properties,
-        "metrics_host": "127.0.0.1",
-        "metrics_port": 0,
-        "usage_interval": f"{INTERVAL_SECONDS}s",
-    }
+    settings = sidecar_settings(cluster, 0, INTERVAL_SECONDS)
     with DaemonProcess(settings) as daemon:
         scrapes = Scrapes(daemon.wait_started())
 

@@ -22,7 +22,7 @@ from schemas.usage import TopicUsageDocument
 from tests.publisher.daemon_harness import DaemonProcess, metric_values
 from tests.support import du_bytes, partition_dirs, wait_for
 
-from .kafka_helpers import create_topic, produce, usage_records
+from .kafka_helpers import create_topic, produce, sidecar_settings, usage_records
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
@@ -63,17 +63,7 @@ def test_the_usage_document_names_both_topics_with_what_du_counts(
     cluster: LocalKafkaCluster, writer: threading.Event, tmp_path: Path
 ) -> None:
     files = cluster.broker_files(0)
-    identity = cluster.identity_files("publisher")
-    settings = {
-        "bootstrap_servers": cluster.bootstrap_servers,
-        "tls_ca_file": identity.ca,
-        "tls_cert_file": identity.cert,
-        "tls_key_file": identity.key,
-        "server_properties": files.server_properties,
-        "metrics_host": "127.0.0.1",
-        "metrics_port": 0,
-        "usage_interval": f"{INTERVAL_SECONDS}s",
-    }
+    settings = sidecar_settings(cluster, 0, INTERVAL_SECONDS)
     with DaemonProcess(settings) as daemon:
         port = daemon.wait_started()
         time.sleep(3 * INTERVAL_SECONDS)  # both topics grow, at different rates
