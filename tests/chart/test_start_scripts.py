@@ -274,7 +274,7 @@ def test_the_acl_script_grants_the_topic_and_the_consumer_group(
     assert f"ssl.keystore.location={tmp_path}/scratch/keystore.pem" in properties
     connection = f"--bootstrap-server {FULLNAME}-0.{POD_DOMAIN}:9092,"
     assert all(call.startswith(connection) for call in calls)
-    topic_grant, group_grant, usage_grant, override_grant, *listings = (
+    topic_grant, group_grant, usage_grant, configs_grant, override_grant, *listings = (
         call.split("--command-config ")[1] for call in calls
     )
     assert topic_grant.endswith(
@@ -294,6 +294,11 @@ def test_the_acl_script_grants_the_topic_and_the_consumer_group(
         "--operation Read --operation Describe --operation DescribeConfigs "
         "--topic __volume_quota_usage "
         "--resource-pattern-type literal"
+    )
+    # The configs of every topic (never their data), for the tiered topics' upload backlogs.
+    assert configs_grant.endswith(
+        "--add --allow-principal User:volume-quota-sidecar --operation DescribeConfigs "
+        "--topic * --resource-pattern-type literal"
     )
     # Without it Kafka refuses the override topic whether or not it exists, and every decider
     # reports an operator's override as unreadable.
@@ -335,7 +340,7 @@ def test_the_acl_script_waits_for_a_cluster_that_is_not_up_yet(
     completed, calls = _run_acl_script(default_manifests, tmp_path, [unreachable, unreachable])
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr.count("cluster not reachable yet") == 2
-    assert len(calls) == 2 + 8  # two refused attempts, then four grants and four listings
+    assert len(calls) == 2 + 9  # two refused attempts, then five grants and four listings
 
 
 def test_the_acl_script_reports_an_authorization_failure_with_its_principal(
