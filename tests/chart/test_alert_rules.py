@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,21 @@ def promtool() -> str:
             f"promtool not found: run `bash {INSTALL_SCRIPT.relative_to(REPO)}`", pytrace=False
         )
     return path
+
+
+def promtool_failures(directory: Path, tests: Mapping[str, Any]) -> str:
+    """Run ``promtool test rules`` on ``tests`` (written to ``directory``, beside the rule files
+    they name): "" when every test passes, else promtool's report."""
+    (directory / "tests.yaml").write_text(yaml.safe_dump(dict(tests)))
+    completed = subprocess.run(
+        [promtool(), "test", "rules", "tests.yaml"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
 
 
 def _groups(manifests: list[Manifest]) -> list[dict[str, Any]]:
@@ -236,16 +252,8 @@ def test_the_callback_alerts_on_synthetic_series(
         "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}],
     }
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
-    completed = subprocess.run(
-        [promtool(), "test", "rules", "tests.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    failures = promtool_failures(tmp_path, tests)
+    assert not failures, failures
 
 
 # certmanager_certificate_expiration_timestamp_seconds as Prometheus stores it when it scrapes
@@ -305,16 +313,7 @@ def _broker_certificate_alert_test(
             }
         ],
     }
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
-    completed = subprocess.run(
-        [promtool(), "test", "rules", "tests.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
+    return promtool_failures(tmp_path, tests)
 
 
 def test_the_broker_certificate_alert_fires_on_the_default_cert_manager_scrape(
@@ -402,16 +401,7 @@ def _upload_backlog_alert_test(
         "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": alert_tests}],
     }
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
-    completed = subprocess.run(
-        [promtool(), "test", "rules", "tests.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
+    return promtool_failures(tmp_path, tests)
 
 
 def test_the_upload_backlog_alert_fires_after_15_minutes_above_1_gib_and_clears(

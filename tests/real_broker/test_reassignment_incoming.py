@@ -34,6 +34,7 @@ from tests.publisher.daemon_harness import DaemonProcess
 from tests.real_broker.kafka_helpers import (
     produce,
     quiet,
+    sidecar_settings,
     volume_quota_command,
     wait_for_topic_leaders,
 )
@@ -74,21 +75,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
 @pytest.fixture(scope="module")
 def sidecars(cluster: LocalKafkaCluster) -> Iterator[None]:
     """A publisher per broker: snapshots for status, and topic usage every 2 s."""
-    identity = cluster.identity_files("publisher")
     with ExitStack() as stack:
-        daemons = []
-        for broker in range(3):
-            settings = {
-                "bootstrap_servers": cluster.bootstrap_servers,
-                "tls_ca_file": identity.ca,
-                "tls_cert_file": identity.cert,
-                "tls_key_file": identity.key,
-                "server_properties": cluster.broker_files(broker).server_properties,
-                "metrics_host": "127.0.0.1",
-                "metrics_port": 0,
-                "usage_interval": "2s",
-            }
-            daemons.append(stack.enter_context(DaemonProcess(settings)))
+        daemons = [
+            stack.enter_context(DaemonProcess(sidecar_settings(cluster, broker, 2)))
+            for broker in range(3)
+        ]
         for daemon in daemons:
             daemon.wait_started()
         yield

@@ -27,13 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from confluent_kafka.admin import AclOperation, ResourceType  # type: ignore[attr-defined]
 
 from local_cluster import LocalKafkaCluster, grant_sidecar_acls
 from local_cluster.acls import PUBLISHER_PRINCIPAL, allow, create_acls
 from tests.chart.chart_tools import render
-from tests.chart.test_alert_rules import promtool
+from tests.chart.test_alert_rules import promtool_failures
 from tests.chart.test_monitoring import FULLNAME
 from tests.publisher.daemon_harness import DaemonProcess, metric_values
 from tests.support import wait_for
@@ -241,16 +240,7 @@ def _alert_expression_check(
             }
         ],
     }
-    (directory / "test.yaml").write_text(yaml.safe_dump(test))
-    completed = subprocess.run(
-        [promtool(), "test", "rules", "test.yaml"],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    return "" if completed.returncode == 0 else completed.stdout + completed.stderr
+    return promtool_failures(directory, test)
 
 
 def test_the_backlog_grows_while_the_remote_store_is_read_only_and_drains_after(
