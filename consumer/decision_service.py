@@ -110,6 +110,11 @@ class DecisionService:
         self.current = CurrentDecision(state.decide(clock.wall(), not_ready="starting"))
 
     @property
+    def live_known(self) -> bool:
+        """The live brokers were learned at least once (``state.live_brokers``)."""
+        return self._live_known
+
+    @property
     def ready(self) -> bool:
         """Caught up with the topic, knows the live brokers, and the last write succeeded."""
         overrides_settled = self._overrides is None or self._overrides.settled

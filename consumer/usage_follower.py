@@ -30,11 +30,12 @@ from consumer.snapshot_topic_reader import (
     TopicRecord,
     TopicUnavailableError,
 )
+from consumer.topic_config_reads import largest_topics, newest, topic_sizes
 from consumer.topic_growth import BrokerTopics, summarize_usage, with_top_topics
 from schemas.decision import QuotaDecision
 from schemas.decode import RejectionReason, decode_usage
 from schemas.snapshot import broker_id_from_key
-from schemas.usage import TopicUsageDocument
+from schemas.usage import TopicConfigsSection, TopicUsageDocument
 
 log = structlog.get_logger(logger_name="volume_quota.consumer")
 
@@ -67,6 +68,10 @@ class UsageFollower:
         self._next_attempt = 0.0
         self.summaries: dict[int, BrokerTopics] = {}
         """Per broker, what its latest usage document says of its growing topics."""
+        self.topic_sizes: dict[int, dict[str, int]] = {}
+        """Per broker, the topics its latest usage document names, with their bytes."""
+        self.newest_configs: TopicConfigsSection | None = None
+        """The newest ``topicConfigs`` section read from any broker's document."""
         self.problem: str | None = None
         """Why the usage topic is not followed (reported once per problem), else None."""
         self._refusals = Counter(
@@ -92,6 +97,10 @@ class UsageFollower:
         """``decision`` with the fastest growing topics of its volumes past a limit named
         (``consumer.topic_growth.with_top_topics``, with the summaries read so far)."""
         return with_top_topics(decision, self.summaries, now, self._stale_after_seconds)
+
+    def cluster_topics(self) -> list[str]:
+        """The largest topics the brokers' latest documents name, largest first."""
+        return largest_topics(tuple(self.topic_sizes.values()))  # a copy: another thread adds
 
     def replace_signatures(self, mode: SignatureMode, trust: SignatureTrust | None) -> None:
         self._mode, self._trust = mode, trust
@@ -155,10 +164,13 @@ class UsageFollower:
                 self._refusals.labels(reason=RejectionReason.INVALID_KEY.value).inc()
             else:
                 self.summaries.pop(broker_id, None)
+                self.topic_sizes.pop(broker_id, None)
             return
         decoded = decode_usage(record.value, record.key)
         if isinstance(decoded, TopicUsageDocument):
             self.summaries[decoded.broker_id] = summarize_usage(decoded)
+            self.topic_sizes[decoded.broker_id] = topic_sizes(decoded)
+            self.newest_configs = newest(self.newest_configs, decoded.topic_configs)
         else:
             self._refusals.labels(reason=decoded.reason.value).inc()
 

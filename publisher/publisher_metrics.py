@@ -107,6 +107,20 @@ class PublisherMetrics:
             ["stage"],
             registry=self.registry,
         )
+        self.topic_config_reads = Counter(
+            "volume_quota_topic_config_reads",
+            "DescribeConfigs calls this process made for the cluster's topic configs: one "
+            "process per cluster reads them every topic_configs_interval "
+            "(consumer.topic_config_reads), the others only when its configs grow old.",
+            registry=self.registry,
+        )
+        self.topic_configs_age = Gauge(
+            "volume_quota_topic_configs_age_seconds",
+            "Age of the newest topic configs this process knows (its own read, or one published "
+            "on the usage topic); NaN while it knows none.",
+            registry=self.registry,
+        )
+        self.topic_configs_age.set(float("nan"))
         topic_labels = (*VOLUME_LABELS, "topic")
         self.topic_bytes = Gauge(
             "volume_quota_topic_bytes",

@@ -9,39 +9,41 @@ never delays a snapshot nor fails ``/readyz``. It keeps the history of its surve
 documents then state the shorter span they measured. Every failure is logged and counted
 (``volume_quota_usage_failures_total{stage}``); the thread never dies of one.
 
-With ``topic_configs`` (one DescribeConfigs call per document, for the topics it names) it also
-exports the upload backlog of each tiered topic (``publisher.upload_backlogs``); configs that
-cannot be read are counted (stage ``configs``) and leave the backlog series out.
+With ``topic_configs`` (``publisher.topic_config_share``: the cluster's topic configs, read by
+one process per cluster) it also exports the upload backlog of each tiered topic
+(``publisher.upload_backlogs``), and the document carries the configs section when this process
+read it; topics without known configs are counted (stage ``configs``) and left out of the
+backlog series.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
 
 from consumer.clock import Clock
+from consumer.topic_config_reads import fit_document
 from consumer.topic_status import TopicConfigs
 from publisher.kafka_sink import SendError, SnapshotSink
 from publisher.publication_core import ClientIssue
 from publisher.publication_loop import Credentials
 from publisher.publisher_metrics import PublisherMetrics
+from publisher.topic_config_share import SharedTopicConfigs
 from publisher.topic_usage import VolumeTopicUsage
 from publisher.upload_backlogs import document_topics, document_upload_backlogs
 from publisher.usage_document import build_usage_document, measured_topics
 from publisher.usage_history import UsageHistory
 from schemas.snapshot import snapshot_key
-from schemas.usage import TopicUsageDocument
+from schemas.usage import TopicConfigsSection, TopicUsageDocument
 
 log = structlog.get_logger(logger_name="volume_quota.publisher")
 
 Survey = Callable[[], Sequence[VolumeTopicUsage]]
 """Walks the log dirs and summarizes each volume (top N topics and the rest)."""
 UsageSinkFactory = Callable[[Callable[[ClientIssue], None]], SnapshotSink]
-TopicConfigReader = Callable[[Sequence[str]], TopicConfigs]
-"""The configs of these topics (one DescribeConfigs call), or per topic why not."""
 
 POLL_SLICE_SECONDS = 0.25
 TOPIC_WAIT_SLICE_SECONDS = 0.5
@@ -85,7 +87,7 @@ class UsagePublisher:
         metrics: PublisherMetrics,
         topic_ready: Callable[[], bool] = lambda: True,
         credentials: Credentials | None = None,
-        topic_configs: TopicConfigReader | None = None,
+        topic_configs: SharedTopicConfigs | None = None,
     ) -> None:
         self._schedule = schedule
         self._topic_configs = topic_configs
@@ -143,32 +145,48 @@ class UsagePublisher:
             log.warning("topic usage survey failed", error=f"{type(error).__name__}: {error}")
             return False
         self._metrics.usage_survey_duration.set(seconds)
+        configs, section = self._configs(document)
+        document = fit_document(document, section)
         problem = self._deliver(snapshot_key(self._schedule.broker_id), document.to_json_bytes())
         if problem is not None:
             self._metrics.usage_failures.labels("publish").inc()
             log.warning("topic usage not published", error=problem)
             return False
         self._metrics.usage_last_success.set(self._clock.wall().timestamp())
-        self._metrics.record_topic_usage(document, self._upload_backlogs(document))
+        self._metrics.record_topic_usage(document, self._upload_backlogs(document, configs))
         log.debug("topic usage published", survey_seconds=round(seconds, 3))
         return True
 
-    def _upload_backlogs(self, document: TopicUsageDocument) -> dict[tuple[str, str], int] | None:
-        """The tiered topics' upload backlogs; None (counted) when no config could be read."""
+    def _configs(
+        self, document: TopicUsageDocument
+    ) -> tuple[TopicConfigs | None, TopicConfigsSection | None]:
+        """The configs known for the document's topics (None: this publisher has no configs
+        share), and the section the document carries."""
         if self._topic_configs is None:
+            return None, None
+        try:
+            return self._topic_configs.configs_for(
+                self._schedule.broker_id, document_topics(document)
+            )
+        except Exception as error:  # a bad section must not stop the usage document
+            log.warning("topic configs not known", error=f"{type(error).__name__}: {error}")
+            return {}, None
+
+    def _upload_backlogs(
+        self, document: TopicUsageDocument, configs: TopicConfigs | None
+    ) -> dict[tuple[str, str], int] | None:
+        """The tiered topics' upload backlogs; None (counted) when no topic's configs are
+        known."""
+        if configs is None:
             return None
         names = document_topics(document)
-        try:
-            configs = self._topic_configs(names) if names else {}
-        except Exception as error:
-            configs = dict.fromkeys(names, f"{type(error).__name__}: {error}")
-        unread = sorted(name for name in names if isinstance(configs.get(name, ""), str))
-        if unread:
+        unknown = sorted(name for name in names if not isinstance(configs.get(name), Mapping))
+        if unknown:
             self._metrics.usage_failures.labels("configs").inc()
             report = log.debug if self._configs_warned else log.warning
             self._configs_warned = True
-            report("topic configs not read", topics=unread[:5], detail=configs.get(unread[0]))
-        if names and len(unread) == len(names):
+            report("topic configs not known", topics=unknown[:5])
+        if names and len(unknown) == len(names):
             return None
         return document_upload_backlogs(document, configs)
 

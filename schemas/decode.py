@@ -33,7 +33,7 @@ from schemas.snapshot import (
     VolumeSnapshot,
     broker_id_from_key,
 )
-from schemas.usage import TopicUsageDocument
+from schemas.usage import MAX_USAGE_DOCUMENT_BYTES, TopicUsageDocument
 
 MAX_MESSAGE_BYTES = 1024 * 1024
 """Far above a 1024-volume snapshot; larger values are refused before parsing."""
@@ -188,7 +188,14 @@ def _claimed_broker_id(document: Any, key: bytes | None) -> int | None:
 
 def decode_usage(value: bytes, key: bytes | None) -> TopicUsageDocument | Rejection:
     """A topic usage record (``schemas.usage``): the document, or why it is refused. Never
-    raises. The key must be the canonical broker id of the document's ``brokerId``."""
+    raises. The key must be the canonical broker id of the document's ``brokerId``, and the
+    document at most ``MAX_USAGE_DOCUMENT_BYTES`` long."""
+    if len(value) > MAX_USAGE_DOCUMENT_BYTES:
+        return Rejection(
+            RejectionReason.TOO_LARGE,
+            f"{len(value)} bytes, over the usage document's {MAX_USAGE_DOCUMENT_BYTES} limit",
+            broker_id_from_key(key),
+        )
     problem = strict_text_problem(value)
     if problem is not None:
         return Rejection(problem.reason, problem.detail, broker_id_from_key(key))

@@ -13,6 +13,12 @@ and checked by a test, and it fits ``schemas.decode.MAX_MESSAGE_BYTES`` and Kafk
 ``sum(topics[].bytes) + other.bytes + unattributedBytes == totalBytes``. Each topic may state its
 growth over the last 15 minutes and 24 hours (``growth15m``, ``growth24h``: bytes and the span
 in seconds the sidecar measured it over, see ``publisher.usage_history``).
+
+One broker's document at a time also carries ``topicConfigs``: the retention configs of the
+cluster's largest topics, read with one DescribeConfigs call every few minutes by one process per
+cluster (``consumer.topic_config_reads`` says which), so that no other sidecar has to ask. Its
+publisher leaves out the smallest topics' configs until the document fits
+``MAX_USAGE_DOCUMENT_BYTES``; a reader refuses a larger document.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ MAX_USAGE_DOCUMENT_BYTES: Final = 1_000_000
 
 Count = Annotated[int, Field(ge=0, le=MAX_PARTITIONS, strict=True)]
 MAX_GROWTH_SECONDS: Final = 86400.0
+MAX_CONFIG_TOPICS: Final = 2000
+"""The most topics one ``topicConfigs`` section names (it is also trimmed to fit the document
+bound)."""
+MAX_KAFKA_LONG: Final = 2**63 - 1
 
 
 class Growth(WireModel):
@@ -134,11 +144,72 @@ class VolumeTopics(WireModel):
     )
 
 
+class TopicRetentionConfig(WireModel):
+    """What Kafka's DescribeConfigs said of one topic's retention (effective values)."""
+
+    topic: str = Field(
+        strict=True,
+        min_length=1,
+        max_length=MAX_TOPIC_NAME_LENGTH,
+        pattern=TOPIC_NAME_PATTERN,
+    )
+    cleanup_policy: str = Field(
+        alias="cleanupPolicy",
+        strict=True,
+        max_length=32,
+        pattern=r"^(delete|compact)(,(delete|compact))?$",
+        description='cleanup.policy, as Kafka lists it ("delete", "compact", "compact,delete").',
+    )
+    retention_ms: int = Field(
+        alias="retentionMs", ge=-1, le=MAX_KAFKA_LONG, strict=True, description="-1: no limit."
+    )
+    retention_bytes: int = Field(
+        alias="retentionBytes",
+        ge=-1,
+        le=MAX_KAFKA_LONG,
+        strict=True,
+        description="Per partition; -1: no limit.",
+    )
+    segment_bytes: int = Field(alias="segmentBytes", ge=1, le=2**31 - 1, strict=True)
+    segment_ms: int = Field(alias="segmentMs", ge=1, le=MAX_KAFKA_LONG, strict=True)
+    remote_storage_enable: bool = Field(alias="remoteStorageEnable", strict=True)
+    local_retention_ms: int = Field(
+        alias="localRetentionMs",
+        ge=-2,
+        le=MAX_KAFKA_LONG,
+        strict=True,
+        description="-2: as retentionMs; -1: no limit.",
+    )
+    local_retention_bytes: int = Field(
+        alias="localRetentionBytes",
+        ge=-2,
+        le=MAX_KAFKA_LONG,
+        strict=True,
+        description="-2: as retentionBytes; -1: no limit.",
+    )
+
+
+class TopicConfigsSection(WireModel):
+    """The retention configs of the cluster's largest topics, read at one instant."""
+
+    read_at: Instant = Field(alias="readAt", description="When DescribeConfigs answered.")
+    topics: list[TopicRetentionConfig] = Field(
+        max_length=MAX_CONFIG_TOPICS, description="Largest topics first; names are unique."
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> TopicConfigsSection:
+        if len({entry.topic for entry in self.topics}) != len(self.topics):
+            raise ValueError("topicConfigs: topic names must be unique")
+        return self
+
+
 USAGE_SCHEMA_COMMENT = (
     "Integers are JSON integer literals. Rules JSON Schema cannot state: in every volume, "
     "the topics' bytes, other.bytes and unattributedBytes add up to totalBytes, topic names "
-    "are unique, and volumeName values are unique within a document. The JSON text follows "
-    "the snapshot's text rules (UTF-8, no duplicate names, no NaN, nesting at most 32)."
+    "are unique, and volumeName values are unique within a document; topicConfigs names each "
+    f"topic once; the document is at most {MAX_USAGE_DOCUMENT_BYTES} bytes. The JSON text "
+    "follows the snapshot's text rules (UTF-8, no duplicate names, no NaN, nesting at most 32)."
 )
 
 
@@ -162,6 +233,12 @@ class TopicUsageDocument(WireModel):
         alias="surveySeconds", description="How long the walk took (wall time)."
     )
     volumes: list[VolumeTopics] = Field(max_length=MAX_USAGE_VOLUMES)
+    topic_configs: TopicConfigsSection | None = Field(
+        default=None,
+        alias="topicConfigs",
+        description="Retention configs of the cluster's largest topics: in one broker's "
+        "document at a time (the one whose process reads them for the cluster).",
+    )
 
     @field_validator("schema_version")
     @classmethod

@@ -34,6 +34,7 @@ PURE_MODULES = (
     "consumer/incoming_bytes",
     "consumer/incoming_status",
     "consumer/upload_backlog",
+    "consumer/topic_config_reads",
     "consumer/stream_replay",
     "consumer/topic_messages",
     "consumer/current_decision",
@@ -64,10 +65,7 @@ PURE_MODULES = (
     "volume_quota/certificate_inspection",
     "spark_history/forecast_types",
     "spark_history/robust_trend",
-    "spark_history/envelope_steps",
-    "spark_history/envelope_band",
-    "spark_history/envelope_floor",
-    "spark_history/growth_evidence",
+    "spark_history/backtest_bands",
     "spark_history/envelope_forecast",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""

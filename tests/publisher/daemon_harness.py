@@ -85,12 +85,19 @@ class LogReader:
 
 
 class DaemonProcess:
-    """``python -m volume_quota publish ...`` as a subprocess; killed on exit if still running."""
+    """``python -m volume_quota publish ...`` (or ``command``) as a subprocess; killed on exit if
+    still running."""
 
-    def __init__(self, settings: Mapping[str, object], extra_arguments: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        settings: Mapping[str, object],
+        extra_arguments: Sequence[str] = (),
+        command: str = "publish",
+    ) -> None:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("VOLUME_QUOTA_")}
+        self.command = command
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "volume_quota", "publish", *flags(settings), *extra_arguments],
+            [sys.executable, "-m", "volume_quota", command, *flags(settings), *extra_arguments],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=environment,
@@ -99,17 +106,23 @@ class DaemonProcess:
         self.logs = LogReader(self.process.stderr)
 
     def wait_started(self, timeout: float = 30) -> int:
-        """The HTTP port, from the ``publisher started`` log line."""
+        """The HTTP port, from the ``publisher started`` log line (a sidecar's: from ``http
+        endpoints serving``, the one server of both roles)."""
+        event = "publisher started" if self.command == "publish" else "http endpoints serving"
         wait_for(
             lambda: (
-                self.logs.find("publisher started") is not None or self.process.poll() is not None
+                (
+                    self.logs.find("publisher started") is not None
+                    and self.logs.find(event) is not None
+                )
+                or self.process.poll() is not None
             ),
             timeout,
             "the daemon to start",
         )
-        started = self.logs.find("publisher started")
+        started = self.logs.find(event)
         assert started is not None, "\n".join(self.logs.raw)
-        return int(started["http_port"])
+        return int(started["http_port" if self.command == "publish" else "port"])
 
     def terminate(self, timeout: float = 15) -> tuple[int, float]:
         """SIGTERM; (exit status, seconds it took to exit)."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from consumer.topic_status import NOT_AUTHORIZED, TopicConfigs
 from publisher.publisher_metrics import PublisherMetrics
+from publisher.topic_config_share import SharedTopicConfigs
 from publisher.topic_usage import OtherTopics, TopicTotals, VolumeTopicUsage
 from publisher.upload_backlogs import document_topics, document_upload_backlogs
 from publisher.usage_document import build_usage_document
@@ -22,11 +23,29 @@ from tests.publisher.test_usage_publication import (
 )
 
 MIB = 2**20
-TIERED = {"remote.storage.enable": "true", "segment.bytes": str(MIB), "local.retention.bytes": "0"}
+
+
+def described(**values: str) -> dict[str, str | None]:
+    """A topic's configs as DescribeConfigs answers them: every name, Kafka's defaults but
+    ``values`` (``retention_ms="-1"`` sets ``retention.ms``)."""
+    defaults = {
+        "cleanup.policy": "delete",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "segment.bytes": "1073741824",
+        "segment.ms": "604800000",
+        "remote.storage.enable": "false",
+        "local.retention.ms": "-2",
+        "local.retention.bytes": "-2",
+    }
+    return {**defaults, **{name.replace("_", "."): value for name, value in values.items()}}
+
+
+TIERED = described(remote_storage_enable="true", segment_bytes=str(MIB), local_retention_bytes="0")
 CONFIGS: TopicConfigs = {
     "events": TIERED,  # 2 partitions: keeps a segment each, 2 MiB; holds 10 MiB
     "audit": TIERED,  # holds 2 MiB: nothing waits
-    "clicks": {"retention.ms": "-1"},
+    "clicks": described(retention_ms="-1"),
 }
 
 
@@ -62,7 +81,9 @@ def publish(configs: Configs | None) -> PublisherMetrics:
         clock=sink.clock,
         metrics=metrics,
         credentials=FakeCredentials(),
-        topic_configs=configs,
+        topic_configs=None
+        if configs is None
+        else SharedTopicConfigs(configs, 300.0, clock=sink.clock, metrics=metrics),
     )
     assert publisher.publish_once()
     return metrics

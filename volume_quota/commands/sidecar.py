@@ -46,4 +46,5 @@ def run(arguments: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     publisher = PublisherDaemon(settings, serve_http=False)
     decider = DecideDaemon(settings, registry=publisher.metrics.registry, serve_http=False)
+    publisher.attach_cluster_view(decider.cluster_view())
     return run_both_roles(settings, publisher, decider)

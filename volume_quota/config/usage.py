@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from consumer.topic_config_reads import DEFAULT_TOPIC_CONFIGS_INTERVAL_SECONDS
 from schemas.usage import DEFAULT_TOP_TOPICS, DEFAULT_USAGE_TOPIC, MAX_TOPICS_PER_VOLUME
 from volume_quota.config.concerns import Seconds, help_text
 from volume_quota.config.sources import ENV_PREFIX, SettingsBase
@@ -40,6 +41,15 @@ class UsageSettings(UsageTopicSettings):
     usage_interval: Seconds = Field(
         DEFAULT_USAGE_INTERVAL_SECONDS,
         **help_text("walk the log dirs and publish topic usage this often", "DURATION"),
+    )
+    topic_configs_interval: Seconds = Field(
+        DEFAULT_TOPIC_CONFIGS_INTERVAL_SECONDS,
+        **help_text(
+            "read the cluster's topic configs (retention) this often: one process per cluster "
+            "reads them (the sidecar of the lowest live broker id, or the cluster agent) and "
+            "publishes them in its usage document; the others read only when those grow old",
+            "DURATION",
+        ),
     )
     usage_top_topics: int = Field(
         DEFAULT_TOP_TOPICS,

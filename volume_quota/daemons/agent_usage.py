@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from consumer.clock import Clock
+from consumer.topic_config_reads import DEFAULT_TOPIC_CONFIGS_INTERVAL_SECONDS
 from publisher.kafka_sink import KafkaSnapshotSink
 from publisher.log_dir_usage import log_dir_contents, usage_from_log_dirs
 from publisher.publication_loop import Credentials
 from publisher.publisher_metrics import PublisherMetrics
+from publisher.topic_config_share import OwnView, SharedTopicConfigs, TopicConfigReader
 from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.topic_usage import VolumeTopicUsage
 from publisher.usage_publication import (
-    TopicConfigReader,
     UsagePublisher,
     UsageSchedule,
     UsageSinkFactory,
@@ -113,6 +114,7 @@ class AgentUsagePublication:
         metrics: PublisherMetrics,
         credentials_factory: Callable[[], Credentials | None] = lambda: None,
         topic_configs: TopicConfigReader | None = None,
+        topic_configs_interval: float = DEFAULT_TOPIC_CONFIGS_INTERVAL_SECONDS,
     ) -> None:
         self._schedule = schedule
         self._log_dirs_factory = log_dirs_factory
@@ -122,7 +124,19 @@ class AgentUsagePublication:
         self._clock = clock
         self._metrics = metrics
         self._credentials_factory = credentials_factory
-        self._topic_configs = topic_configs
+        self._topic_configs = (
+            None
+            if topic_configs is None
+            else SharedTopicConfigs(
+                topic_configs,
+                topic_configs_interval,
+                clock=clock,
+                metrics=metrics,
+                view=OwnView(lambda: frozenset(self.publishers)),
+            )
+        )
+        """One read of the cluster's topic configs per interval, for every broker's document;
+        the lowest broker's document carries them."""
         self.publishers: dict[int, UsagePublisher] = {}
         """One per broker ever surveyed: its producer and its growth history."""
         self._failing = False
@@ -263,4 +277,5 @@ def agent_usage_publication(
             lambda: new_admin_client(with_client_logger(admin_config(connection, client_id))),
             min(10.0, settings.delivery_timeout),
         ),
+        topic_configs_interval=settings.topic_configs_interval,
     )

@@ -40,6 +40,7 @@ from consumer.snapshot_topic_reader import SnapshotTopicReader
 from consumer.usage_follower import UsageFollower
 from publisher.health import HealthVerdict
 from schemas.decision import QuotaDecision
+from schemas.usage import TopicConfigsSection
 from volume_quota.certificate_files import FileWatch
 from volume_quota.certificate_inspection import (
     CertificateError,
@@ -209,6 +210,26 @@ def _new_consumer(config: Mapping[str, Any]) -> Consumer:
     return Consumer(dict(config))
 
 
+class DeciderView:
+    """A sidecar's decider seen as a ``publisher.topic_config_share.ClusterView``: the live
+    brokers once learned, and the usage topic's configs sections and topic sizes."""
+
+    def __init__(self, daemon: DecideDaemon) -> None:
+        self._daemon = daemon
+
+    def live_brokers(self) -> frozenset[int] | None:
+        service = self._daemon.service
+        return service.state.live_brokers if service.live_known else None
+
+    def newest_section(self) -> TopicConfigsSection | None:
+        usage = self._daemon.usage
+        return None if usage is None else usage.newest_configs
+
+    def cluster_topics(self) -> list[str]:
+        usage = self._daemon.usage
+        return [] if usage is None else usage.cluster_topics()
+
+
 class DecideDaemon:
     def __init__(
         self,
@@ -263,13 +284,18 @@ class DecideDaemon:
         self.operators: OverridePolicy = operators
         """The override trust in force (rebuilt when a CA bundle changes)."""
         self._overrides = overrides
-        self._usage = usage
+        self.usage = usage  # the usage topic's follower; None when it is not followed
         self.registry.register(SnapshotAgeCollector(self.state.snapshot_times, self._clock.wall))
         self._server: EndpointServer | None = (
             serve_endpoints(settings, self.registry, self.liveness, self.readiness)
             if serve_http
             else None
         )
+
+    def cluster_view(self) -> DeciderView:
+        """What this decider knows of the other brokers, for sharing the reading of topic
+        configs (``publisher.topic_config_share``)."""
+        return DeciderView(self)
 
     @property
     def decision(self) -> QuotaDecision:
@@ -348,9 +374,9 @@ class DecideDaemon:
         self.service.replace_signatures(signatures)
         self._overrides.replace_policy(operators)
         self.signatures, self.operators = signatures, operators
-        if self._usage is not None and clients.usage_reader is not None:
-            self._usage.replace_signatures(signatures.mode, signatures.trust)
-            self._usage.replace_source(clients.usage_reader)
+        if self.usage is not None and clients.usage_reader is not None:
+            self.usage.replace_signatures(signatures.mode, signatures.trust)
+            self.usage.replace_source(clients.usage_reader)
         self.service.replace_source(clients.reader, clients.live_brokers, clients.override_reader)
         old.close()
         log.info("TLS files rotated: Kafka clients and signature trust rebuilt")

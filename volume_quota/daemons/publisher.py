@@ -33,6 +33,7 @@ from publisher.publication_loop import (
 )
 from publisher.publication_policy import PublicationPolicy
 from publisher.publisher_metrics import PublisherMetrics
+from publisher.topic_config_share import ClusterView, SharedTopicConfigs
 from publisher.topic_requirements import TopicRequirements
 from publisher.topic_setup import TopicGuard, new_admin_client
 from publisher.topic_usage import summarize_volumes
@@ -115,6 +116,17 @@ class UsagePublication:
         top = settings.usage_top_topics
         fixed = list(volumes)
         config_admin = admin_config(connection, broker_id)
+        self.topic_configs = SharedTopicConfigs(
+            topic_config_reader(
+                lambda: new_admin_client(with_client_logger(config_admin)),
+                min(10.0, settings.delivery_timeout),
+            ),
+            settings.topic_configs_interval,
+            clock=clock,
+            metrics=metrics,
+        )
+        """Until a decider's view is attached (``PublisherDaemon.attach_cluster_view``), this
+        publisher reads the configs as if alone (``volume-quota publish``)."""
         self.publisher = UsagePublisher(
             UsageSchedule(broker_id, settings.usage_interval, settings.delivery_timeout),
             survey=lambda: summarize_volumes(walk_volumes(fixed), top),
@@ -125,10 +137,7 @@ class UsagePublication:
             metrics=metrics,
             topic_ready=self.guard.ready.is_set,
             credentials=None if tls is None else TlsCredentials(tls),
-            topic_configs=topic_config_reader(
-                lambda: new_admin_client(with_client_logger(config_admin)),
-                min(10.0, settings.delivery_timeout),
-            ),
+            topic_configs=self.topic_configs,
         )
 
     def start(self) -> None:
@@ -218,6 +227,12 @@ class PublisherDaemon:
         return UsagePublication(
             self._settings, self.broker_id, self.volumes, clock=self._clock, metrics=self.metrics
         )
+
+    def attach_cluster_view(self, view: ClusterView) -> None:
+        """Share the reading of topic configs with the other brokers' sidecars, through what
+        ``view`` (this process's decider) knows of them (``publisher.topic_config_share``)."""
+        if isinstance(self._usage, UsagePublication):
+            self._usage.topic_configs.attach(view)
 
     @property
     def http_port(self) -> int:

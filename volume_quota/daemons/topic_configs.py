@@ -1,6 +1,6 @@
 """Topic configs from one DescribeConfigs call: for ``volume-quota status``'s retention outlook
-and for the sidecar's and the agent's upload backlogs (``publisher.upload_backlogs``, one call
-per usage document)."""
+and for the cluster's topic configs that one sidecar (or the agent) reads for every broker
+(``publisher.topic_config_share``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
 from consumer.topic_status import NOT_AUTHORIZED, TopicConfigs
-from publisher.usage_publication import TopicConfigReader
+from publisher.topic_config_share import TopicConfigReader
 
 
 class ConfigAdmin(Protocol):
