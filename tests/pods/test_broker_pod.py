@@ -41,6 +41,7 @@ from tests.pods.pod_play import (
     remove_pods,
     sidecar_image,
 )
+from tests.support import HOST_DISK_LIMITS
 
 pytestmark = pytest.mark.kubernetes
 
@@ -77,6 +78,9 @@ def install_settings(kafka: str, sidecar: str, ports: dict[str, int]) -> list[st
         "kafka.ports.internal": str(ports["internal"]),
         "kafka.ports.controller": str(ports["controller"]),
         "sidecar.metricsPort": str(ports["metrics"]),
+        # The broker's volume is the machine's disk, which may be under the default 15 % free.
+        "sidecar.softLimit": HOST_DISK_LIMITS["soft_limit"],
+        "sidecar.hardLimit": HOST_DISK_LIMITS["hard_limit"],
     }
     arguments: list[str] = []
     for key, value in settings.items():

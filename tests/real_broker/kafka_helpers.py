@@ -25,6 +25,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from local_cluster import LocalKafkaCluster
 from local_cluster.acls import USAGE_TOPIC
 from local_cluster.probe import CLIENT_LOG
+from tests.support import HOST_DISK_LIMITS
 
 
 def volume_quota_command(
@@ -51,9 +52,11 @@ def sidecar_settings(
     cluster: LocalKafkaCluster, broker: int, usage_interval_seconds: float
 ) -> dict[str, object]:
     """A sidecar's settings for ``broker`` (the publisher identity, metrics on a free port),
-    surveying topic usage every ``usage_interval_seconds``."""
+    surveying topic usage every ``usage_interval_seconds``, with limits far under any free space
+    (``HOST_DISK_LIMITS``)."""
     identity = cluster.identity_files("publisher")
     return {
+        **HOST_DISK_LIMITS,
         "bootstrap_servers": cluster.bootstrap_servers,
         "tls_ca_file": identity.ca,
         "tls_cert_file": identity.cert,

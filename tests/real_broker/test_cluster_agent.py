@@ -29,7 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from consumer.decision_topic import DecisionTopicWriter
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow
 from schemas.decision import QuotaDecision, QuotaState
-from tests.support import REPOSITORY, wait_for
+from tests.support import HOST_DISK_LIMITS, REPOSITORY, wait_for
 
 pytestmark = [pytest.mark.real_broker, pytest.mark.timeout(300)]
 
@@ -122,6 +122,7 @@ def agent_command(cluster: LocalKafkaCluster, *extra: str) -> list[str]:
         "--survey-interval=1s",
         "--metrics-port=0",
         "--topic-replication-factor=1",
+        *(f"--{name.replace('_', '-')}={value}" for name, value in HOST_DISK_LIMITS.items()),
         *extra,
     ]
 
