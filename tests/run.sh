@@ -36,7 +36,8 @@ python3 -m ruff format --check .
 python3 -m mypy
 
 echo "== unit tests (no broker, no network, no image)"
-fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/test_architecture.py)
+fast=(tests/schemas tests/consumer tests/publisher tests/cli tests/volume_quota tests/spark_history_pure
+    tests/test_architecture.py)
 python3 -m pytest -q "${fast[@]}"
 
 echo "== Java: the broker quota callback (JUnit, the jar), the Strimzi recipe's validation,"
