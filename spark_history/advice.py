@@ -50,10 +50,17 @@ def advice_text(
     best = table[table["recommended"].astype(bool)]
     period = f"the last {lookback_days:g} days"
     in_force = evidence.in_force.text
+    classes = evidence.climb_by_class
+    over = (
+        "over volumes"
+        if len(classes) < 2
+        else f"over the {classes[0].volumes} volumes of {classes[0].volume_class}, the steepest "
+        f"of {len(classes)} capacity classes"
+    )
     climb = (
         f"the fleet's volumes climbed up to {evidence.climb_percent:.1f} points of capacity "
-        f"within {min_warning_hours:g} h (95th percentile over volumes) and the lowest free "
-        f"share seen was {evidence.lowest_free_percent:.1f}%"
+        f"within {min_warning_hours:g} h (95th percentile {over}) and the lowest free share "
+        f"seen was {evidence.lowest_free_percent:.1f}%"
     )
     if best.empty:
         return (

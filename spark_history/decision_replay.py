@@ -161,3 +161,43 @@ def largest_climb_percent(
     rises = highest - grid[: highest.size]
     rises = rises[~np.isnan(rises)]
     return float(max(rises.max(initial=0.0), 0.0))
+
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def _binary_size(power_of_two: int) -> str:
+    """2**k bytes in the largest binary unit that keeps it whole: ``2**40`` -> ``1 TiB``."""
+    unit = min(power_of_two // 10, len(_BINARY_UNITS) - 1)
+    return f"{2 ** (power_of_two - 10 * unit)} {_BINARY_UNITS[unit]}"
+
+
+def capacity_class(capacity_bytes: int) -> str:
+    """The volume class: volumes within the same power-of-two band of capacity (``256 GiB-512
+    GiB``). Limits are shares of capacity, so a small disk climbs more points for the same
+    bytes: its class's climb is judged apart from the big disks'."""
+    power = max(int(capacity_bytes), 1).bit_length() - 1
+    return f"{_binary_size(power)}-{_binary_size(power + 1)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassClimb:
+    volume_class: str
+    volumes: int
+    climb_percent: float
+    """The ``quantile`` over the class's volumes of each volume's largest climb."""
+
+
+def class_climbs(
+    classes: list[str], climbs: list[float], quantile: float
+) -> tuple[ClassClimb, ...]:
+    """Per volume class, the ``quantile`` of its volumes' climbs (linear interpolation, as
+    Spark's ``percentile``), the steepest class first."""
+    by_class: dict[str, list[float]] = {}
+    for volume_class, climb in zip(classes, climbs, strict=True):
+        by_class.setdefault(volume_class, []).append(climb)
+    found = [
+        ClassClimb(name, len(values), float(np.quantile(np.asarray(values), quantile)))
+        for name, values in by_class.items()
+    ]
+    return tuple(sorted(found, key=lambda entry: (-entry.climb_percent, entry.volume_class)))

@@ -280,6 +280,14 @@ def _summary(
         "fleetEvidence": {
             "climbPercent": evidence.climb_percent,
             "climbWithinHours": tuning.min_warning_hours,
+            "climbByVolumeClass": [
+                {
+                    "volumeClass": entry.volume_class,
+                    "volumes": entry.volumes,
+                    "climbPercent": entry.climb_percent,
+                }
+                for entry in evidence.climb_by_class
+            ],
             "lowestFreePercent": evidence.lowest_free_percent,
         },
         "limitsInForce": {

@@ -13,9 +13,11 @@ Two replays over the lookback window (30 days by default), both on hourly pre-ag
 A candidate may be recommended only if it is never less safe than the history allows:
 
 - **it covers the fleet's climb**: its soft limit sits at least as far above its hard limit as
-  the fleet's volumes climb within ``min_warning_hours`` (the 95th percentile over volumes of
-  each volume's largest rise of used share within that time), so a volume climbing like 95 %
-  of the fleet's worst gets that much warning, whether or not a hard breach was observed;
+  the fleet's volumes climb within ``min_warning_hours``, per volume class (volumes of like
+  capacity, ``decision_replay.capacity_class``): the 95th percentile over the class's volumes of
+  each volume's largest rise of used share within that time, and the steepest class counts. So
+  a volume climbing like 95 % of its class's worst gets that much warning, whether or not a hard
+  breach was observed, and a few small disks are not averaged away by many large ones;
 - **every observed hard breach had ``min_warning_hours`` of warning**;
 - **it warns at the worst dip**: a soft limit lower than the one in force must still be above
   the lowest free share any volume reached, or the warning that dip gave would be gone.
@@ -41,7 +43,14 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import broker_buckets, to_samples, tombstone_times, window_rows
 from spark_history.cluster_replay import ClusterTimeline, ReplayPolicy, replay_cluster
-from spark_history.decision_replay import Candidate, largest_climb_percent, replay_volume
+from spark_history.decision_replay import (
+    Candidate,
+    ClassClimb,
+    capacity_class,
+    class_climbs,
+    largest_climb_percent,
+    replay_volume,
+)
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -51,10 +60,10 @@ IN_FORCE = "in force"
 _VOLUME_SCHEMA = (
     "brokerId int, volumeName string, softPercent double, hardPercent double, "
     "episodes long, hardEpisodes long, warningHours array<double>, climbPercent double, "
-    "lowestFreePercent double"
+    "lowestFreePercent double, volumeClass string"
 )
 CLIMB_QUANTILE = 0.95
-"""The fleet's climb is this quantile, over volumes, of each volume's largest climb."""
+"""A class's climb is this quantile, over its volumes, of each volume's largest climb."""
 _UNITS = {"MinFreePercentage": "% free", "MinFreeBytes": " bytes free", "ConsumedSpace": " bytes"}
 
 TRADEOFF_COLUMNS: tuple[str, ...] = (
@@ -113,10 +122,13 @@ class FleetEvidence:
     """What the history says about the fleet, whatever the limits."""
 
     climb_percent: float
-    """The fleet's climb within ``min_warning_hours`` (points of used share)."""
+    """The fleet's climb within ``min_warning_hours`` (points of used share): its steepest
+    volume class's."""
     lowest_free_percent: float
     """The lowest free share any volume reached (its bucket minimum)."""
     in_force: LimitsInForce
+    climb_by_class: tuple[ClassClimb, ...] = ()
+    """Each volume class's climb, the steepest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +225,7 @@ def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataF
                     "warningHours": stats.warning_hours,
                     "climbPercent": climb,
                     "lowestFreePercent": float(free_percent.min()),
+                    "volumeClass": capacity_class(int(capacity[-1])),
                 }
             )
         return pd.DataFrame.from_records(records)
@@ -263,18 +276,29 @@ def threshold_tradeoffs(
             F.sum("hardEpisodes").alias("hardEpisodes"),
             F.flatten(F.collect_list("warningHours")).alias("warnings"),
             # Every candidate's group holds every volume once: the same figures in each.
-            F.expr(f"percentile(climbPercent, {CLIMB_QUANTILE})").alias("climb"),
+            F.collect_list("volumeClass").alias("classes"),
+            F.collect_list("climbPercent").alias("climbs"),
             F.min("lowestFreePercent").alias("lowestFree"),
         )
         .toPandas()
     )
+    climbs = (
+        class_climbs(
+            list(volumes["classes"].iloc[0]), list(volumes["climbs"].iloc[0]), CLIMB_QUANTILE
+        )
+        if len(volumes)
+        else ()
+    )
     evidence = FleetEvidence(
-        float(volumes["climb"].max()) if len(volumes) else 0.0,
+        climbs[0].climb_percent if climbs else 0.0,
         float(volumes["lowestFree"].min()) if len(volumes) else 100.0,
         limits_in_force(rows, at),
+        climbs,
     )
     merged = cluster.merge(
-        volumes.drop(columns=["climb", "lowestFree"]), on=["softPercent", "hardPercent"], how="left"
+        volumes.drop(columns=["classes", "climbs", "lowestFree"]),
+        on=["softPercent", "hardPercent"],
+        how="left",
     )
     table = summarise_tradeoffs(merged, params.min_warning_hours, evidence)
     return Tradeoffs(table, in_force, buckets, evidence)

@@ -152,3 +152,41 @@ def test_balance_flags_the_odd_volume_and_the_odd_broker(make_rows: RowsFactory)
     # Brokers use 53, 53, 53, 53, 53 (broker 0: 62.75) and 90 % -> broker 5 stands out.
     assert bool(result.loc[(5, "/dev/v0"), "brokerSkewed"])
     assert not result.loc[(1, "/dev/v0"), "brokerSkewed"]
+
+
+def test_a_few_small_disks_climbing_fast_are_not_averaged_away_by_many_large_ones(
+    make_rows: RowsFactory,
+) -> None:
+    # 60 volumes of 8 TiB stay at 70 % used; 2 volumes of 1 GiB climb from 70 % to 79 % within
+    # 6 h once (a burst), then fall back. Over all 62 volumes the 95th percentile of the climb is
+    # 0 points; over the 1 GiB class it is 9: a soft limit 5 points above the hard one (10/5, in
+    # force) would give those disks less than 6 h of warning, so it does not cover the climb.
+    hours = np.arange(-72 * 60, 0, 5) / 60.0
+    large, small = 2**43, 2**30
+    burst = np.clip(1.5 * (hours + 40.0), 0.0, 9.0)
+    small_used = np.where(hours < -30.0, 70.0 + burst, 70.0)
+    frames = [
+        volume_frame(list(range(30)), volume, hours, np.full(hours.size, 0.7 * large), large)
+        for volume in ("/dev/a", "/dev/b")
+    ]
+    frames += [
+        volume_frame([30], volume, hours, small_used * small / 100.0, small)
+        for volume in ("/dev/a", "/dev/b")
+    ]
+    replay = threshold_tradeoffs(make_rows(pd.concat(frames)), AT, TuningParams())
+    classes = replay.evidence.climb_by_class
+    assert [(entry.volume_class, entry.volumes) for entry in classes] == [
+        ("1 GiB-2 GiB", 2),
+        ("8 TiB-16 TiB", 60),
+    ]
+    assert classes[0].climb_percent == pytest.approx(9.0, abs=0.2)
+    assert classes[1].climb_percent == pytest.approx(0.0, abs=0.01)
+    assert replay.evidence.climb_percent == pytest.approx(9.0, abs=0.2)
+    table = replay.table
+    in_force = table[table["limits"] == "in force"].iloc[0]
+    assert not in_force["coversFleetClimb"]
+    best = table[table["recommended"]]
+    assert len(best) == 1
+    assert best.iloc[0]["softPercent"] - best.iloc[0]["hardPercent"] >= 9.0
+    advice = advice_text(table, replay.evidence, 30, 6.0)
+    assert "over the 2 volumes of 1 GiB-2 GiB, the steepest of 2 capacity classes" in advice
