@@ -49,6 +49,16 @@ MAX_USAGE_DOCUMENT_BYTES: Final = 1_000_000
 """No legal document is larger (``tests/schemas/test_usage.py`` builds the largest)."""
 
 Count = Annotated[int, Field(ge=0, le=MAX_PARTITIONS, strict=True)]
+TopicName = Annotated[
+    str,
+    Field(
+        strict=True,
+        min_length=1,
+        max_length=MAX_TOPIC_NAME_LENGTH,
+        pattern=TOPIC_NAME_PATTERN,
+        description="The topic name, as Kafka allows it (ASCII letters, digits, '.', '_', '-').",
+    ),
+]
 MAX_GROWTH_SECONDS: Final = 86400.0
 MAX_CONFIG_TOPICS: Final = 2000
 """The most topics one ``topicConfigs`` section names (it is also trimmed to fit the document
@@ -74,13 +84,7 @@ class Growth(WireModel):
 class TopicUsage(WireModel):
     """One topic's bytes on one volume."""
 
-    topic: str = Field(
-        strict=True,
-        min_length=1,
-        max_length=MAX_TOPIC_NAME_LENGTH,
-        pattern=TOPIC_NAME_PATTERN,
-        description="The topic name, as Kafka allows it (ASCII letters, digits, '.', '_', '-').",
-    )
+    topic: TopicName
     bytes: ByteCount = Field(
         description="Allocated bytes of the topic's partition dirs on this volume, transient "
         "ones included."
@@ -147,12 +151,7 @@ class VolumeTopics(WireModel):
 class TopicRetentionConfig(WireModel):
     """What Kafka's DescribeConfigs said of one topic's retention (effective values)."""
 
-    topic: str = Field(
-        strict=True,
-        min_length=1,
-        max_length=MAX_TOPIC_NAME_LENGTH,
-        pattern=TOPIC_NAME_PATTERN,
-    )
+    topic: TopicName
     cleanup_policy: str = Field(
         alias="cleanupPolicy",
         strict=True,
