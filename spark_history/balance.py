@@ -15,9 +15,14 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history.broker_samples import window_rows
+
 OUTLIER_Z = 3.5
 MAD_TO_SIGMA = 1.4826
 DEFAULT_MIN_SCALE_PERCENT = 2.0
+DEFAULT_LOOKBACK_HOURS = 7 * 24.0
+"""A volume without a snapshot in the last week is not compared (its broker left, or its
+history stopped)."""
 
 BALANCE_COLUMNS: tuple[str, ...] = (
     "brokerId",
@@ -33,10 +38,11 @@ BALANCE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def latest_volumes(rows: DataFrame, at: datetime) -> DataFrame:
-    """Each volume's latest snapshot at or before ``at``."""
+def latest_volumes(rows: DataFrame, at: datetime, lookback_hours: float | None) -> DataFrame:
+    """Each volume's latest snapshot at or before ``at``, of the volumes seen in the lookback
+    (its date partitions only are read)."""
     return (
-        rows.where(F.col("snapshotAt") <= F.lit(at))
+        window_rows(rows, at, lookback_hours)
         .groupBy("brokerId", "volumeName")
         .agg(
             F.max_by("consumed", "snapshotAt").alias("consumed"),
@@ -52,11 +58,14 @@ def _robust_z(value: Column, median: Column, mad: Column, floor: float) -> Colum
 
 
 def balance(
-    rows: DataFrame, at: datetime, min_scale_percent: float = DEFAULT_MIN_SCALE_PERCENT
+    rows: DataFrame,
+    at: datetime,
+    min_scale_percent: float = DEFAULT_MIN_SCALE_PERCENT,
+    lookback_hours: float | None = DEFAULT_LOOKBACK_HOURS,
 ) -> DataFrame:
     """Per volume: robust z of used % within its broker, and of its broker across brokers."""
     latest = (
-        latest_volumes(rows, at)
+        latest_volumes(rows, at, lookback_hours)
         .where(F.col("capacity") > 0)
         .withColumn("usedPercent", 100.0 * F.col("consumed") / F.col("capacity"))
     )

@@ -90,12 +90,16 @@ def broker_buckets(
     return frame.sort_values(["brokerId", "t"], kind="stable").reset_index(drop=True)
 
 
-def tombstone_times(tombstones: DataFrame | None, at: datetime) -> dict[int, float]:
-    """Each broker's newest tombstone at or before ``at`` (seconds since the epoch)."""
+def tombstone_times(
+    tombstones: DataFrame | None, at: datetime, lookback_hours: float | None = None
+) -> dict[int, float]:
+    """Each broker's newest tombstone at or before ``at`` (seconds since the epoch), within the
+    lookback (an older tombstone precedes every sample of the window: it retires nothing
+    there)."""
     if tombstones is None:
         return {}
     newest = (
-        tombstones.where(F.col("snapshotAt") <= F.lit(at))
+        window_rows(tombstones, at, lookback_hours)
         .groupBy("brokerId")
         .agg(F.max(F.unix_micros(F.col("snapshotAt")) / 1e6).alias("t"))
         .collect()

@@ -330,8 +330,10 @@ def only_volumes(rows: DataFrame) -> DataFrame:
 
 
 def tombstone_rows(rows: DataFrame) -> DataFrame:
-    """(``brokerId``, ``snapshotAt``) of every tombstone recorded by the ingest."""
-    return rows.where(F.col("volumeName").isNull()).select("brokerId", "snapshotAt")
+    """(``brokerId``, ``snapshotAt``, and ``date`` when the rows have it, for pruning) of every
+    tombstone recorded by the ingest."""
+    dated = ["date"] if "date" in rows.columns else []
+    return rows.where(F.col("volumeName").isNull()).select("brokerId", "snapshotAt", *dated)
 
 
 @lru_cache(maxsize=65536)

@@ -142,10 +142,13 @@ class Tradeoffs:
     evidence: FleetEvidence
 
 
-def limits_in_force(rows: DataFrame, at: datetime) -> LimitsInForce:
-    """The most common (soft, hard) limit pair among the volumes' newest snapshots."""
+def limits_in_force(
+    rows: DataFrame, at: datetime, lookback_hours: float | None = None
+) -> LimitsInForce:
+    """The most common (soft, hard) limit pair among the newest snapshots of the volumes seen
+    within the lookback."""
     latest = (
-        rows.where(F.col("snapshotAt") <= F.lit(at))
+        window_rows(rows, at, lookback_hours)
         .groupBy("brokerId", "volumeName")
         .agg(
             F.max_by(
@@ -253,7 +256,7 @@ def threshold_tradeoffs(
     warning statistics, with the recommendation flagged."""
     params = params or TuningParams()
     buckets = broker_buckets(rows, at, params.lookback_hours, params.bucket_seconds)
-    samples = to_samples(buckets, tombstone_times(tombstones, at))
+    samples = to_samples(buckets, tombstone_times(tombstones, at, params.lookback_hours))
     grid = cluster_grid(buckets, at, params)
     in_force = replay_cluster(samples, grid, params.policy, None)
     records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]
@@ -292,7 +295,7 @@ def threshold_tradeoffs(
     evidence = FleetEvidence(
         climbs[0].climb_percent if climbs else 0.0,
         float(volumes["lowestFree"].min()) if len(volumes) else 100.0,
-        limits_in_force(rows, at),
+        limits_in_force(rows, at, params.lookback_hours),
         climbs,
     )
     merged = cluster.merge(
