@@ -1,4 +1,4 @@
-"""Forecast accuracy: the envelope forecast against Prometheus ``predict_linear`` (6 h window).
+"""Forecast accuracy: the history forecast against Prometheus ``predict_linear`` (6 h window).
 
 Both methods see the same synthetic traces, generated in this run with known fill times, and
 are scored the same way:
@@ -9,7 +9,7 @@ are scored the same way:
 - false fills on plateaued volumes: retention plateaus, sawtooth, idle and near-full-but-
   cleaned volumes (none ever fills) that the method says will fill within the horizon.
 
-The envelope forecast runs on Spark (``forecast.forecast_volumes``, local mode) unless
+The forecast runs on Spark (``forecast.forecast_volumes``, local mode) unless
 ``--engine pandas`` is given (same code per volume, no Spark).
 
 Run: ``python -m benchmarks.history_accuracy`` (``--help`` for the knobs).
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, object]] = {}
     methods: list[tuple[str, Callable[[], dict[tuple[int, str], float | None]]]] = [
         (
-            "envelope forecast",
+            "forecast",
             lambda: envelope_predictions(frame, config, params, arguments.engine),
         ),
         (

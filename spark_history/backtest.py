@@ -86,12 +86,14 @@ class History:
 class Prediction:
     """A forecaster's answer at one origin; ``crossing`` in hours after it (None: not within
     the horizon); used bytes at ``h`` hours are ``intercept + slope * h``; ``band`` the
-    crossing time's (early, late) sides, late None when open; None when there is no band."""
+    crossing time's (early, late) sides, late None when open; None when there is no band;
+    ``trend`` the class its band is calibrated by (None: not calibrated)."""
 
     crossing: float | None
     intercept: float
     slope: float
     band: tuple[float, float | None] | None = None
+    trend: str | None = None
 
     def used_at(self, hours: float) -> float:
         return self.intercept + self.slope * hours

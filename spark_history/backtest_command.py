@@ -35,9 +35,10 @@ Forecasters, in the same run:
   linear-6h, linear-72h  Prometheus predict_linear: a least-squares line over the last 6 h
                          (node_exporter's alert) or 72 h, extrapolated from the origin
   forecast               the history job's forecast (spark_history.envelope_forecast), its
-                         default parameters but --horizon-days
-  forecast-no-STEP       with --ablations: the forecast without one of its late steps
-                         (floor, next-day, short-line, window-band)
+                         default parameters but --horizon-days, with its calibrated band:
+                         split conformal on the level errors of the same forecast at the
+                         origins of the other half of the volumes (volumes alternate
+                         between two halves), so no band is calibrated on its own volume
 
 The history is cut into buckets first (VOLUME_QUOTA_HISTORY_BUCKET or --history-bucket,
 default 1h; the maximum of a bucket is what crosses a limit). Every duration here and in the
@@ -128,11 +129,6 @@ def _backtest_options(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="bucket width, e.g. 1h or 1m (default: VOLUME_QUOTA_HISTORY_BUCKET, else 1h)",
     )
-    parser.add_argument(
-        "--ablations",
-        action="store_true",
-        help="also score the forecast without each of its late steps",
-    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
 
@@ -169,7 +165,7 @@ def _horizons(text: str, horizon_hours: float) -> tuple[float, ...]:
 
 def run_backtest(arguments: argparse.Namespace) -> int:
     from spark_history.backtest import BacktestConfig, score_series, summarize
-    from spark_history.backtest_forecasters import default_forecasters
+    from spark_history.backtest_forecasters import cross_fitted, default_forecasters
     from spark_history.backtest_spark import bucket_rows, series_by_volume
     from spark_history.command_runs import (
         _check_input,
@@ -201,11 +197,13 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     volumes = series_by_volume(buckets)
     if not volumes:
         raise HistoryUsageError(f"no snapshots in {arguments.input}")
-    forecasters = default_forecasters(config, ablations=arguments.ablations)
-    scores = []
     started = time.monotonic()
+    calibrations = cross_fitted([series for _, _, series in volumes], config)
+    print(f"[backtest] band calibrated in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    scores = []
     for number, (broker, volume, series) in enumerate(volumes, start=1):
         began = time.monotonic()
+        forecasters = default_forecasters(config, calibrations[number - 1])
         scored = score_series(series, forecasters, config)
         scores += scored
         origins = len({score.origin for score in scored})

@@ -1,5 +1,5 @@
 """The forecasters the backtest (``backtest.py``) compares: Prometheus ``predict_linear``
-over two windows, the history job's forecast, and that forecast without one of its late steps.
+over two windows, and the history job's forecast with its calibrated band.
 
 Each is a :class:`~spark_history.backtest.Forecaster`: a name and a function of the
 :class:`~spark_history.backtest.History` up to an origin (never after it).
@@ -7,22 +7,21 @@ Each is a :class:`~spark_history.backtest.Forecaster`: a name and a function of 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Sequence
 
 import numpy as np
 
-from spark_history.backtest import BacktestConfig, FloatArray, Forecaster, History, Prediction
-from spark_history.envelope_floor import line_fill, with_floor
-from spark_history.envelope_forecast import _envelope_verdict, forecast_hourly
-from spark_history.envelope_next_day import next_day_fill, with_next_day
-from spark_history.envelope_steps import after_replacement
-from spark_history.envelope_windows import span_windows, window_lines, with_short_line
-from spark_history.forecast_types import ForecastParams, Trend, VolumeForecast, no_fill
-
-GROWING_TRENDS = frozenset(
-    {Trend.GROWING, Trend.GROWING_LINE_FLOOR, Trend.GROWING_NEXT_DAY, Trend.GROWING_SHORT_LINE}
+from spark_history.backtest import (
+    BacktestConfig,
+    BucketSeries,
+    Forecaster,
+    History,
+    Prediction,
+    origins_of,
 )
+from spark_history.backtest_bands import Calibration, Sample, crossing_band
+from spark_history.envelope_forecast import fitted_line, trend_of
+from spark_history.forecast_types import ForecastParams
 
 
 def predict_linear_forecaster(window_hours: float) -> Forecaster:
@@ -48,96 +47,93 @@ def predict_linear_forecaster(window_hours: float) -> Forecaster:
     return Forecaster(f"linear-{window_hours:g}h", predict)
 
 
-ABLATED_STEPS: tuple[str, ...] = ("floor", "next-day", "short-line", "window-band")
-"""The forecast's late steps the backtest can leave out one at a time."""
-
-
-Composer = Callable[[FloatArray, FloatArray, FloatArray, float, ForecastParams], VolumeForecast]
-
-
-def _full_forecast(
-    hours: FloatArray, maxima: FloatArray, minima: FloatArray, limit: float, params: ForecastParams
-) -> VolumeForecast:
-    return forecast_hourly(hours, maxima, limit, params, minima=minima)
-
-
-def forecast_without(step: str | None) -> Composer:
-    """``forecast_hourly`` with one of its late steps (8-11 of ``envelope_forecast``) left out:
-    ``floor``, ``next-day``, ``short-line`` or ``window-band``; None leaves none out (the
-    same result as ``forecast_hourly``, which a test checks)."""
-    if step is not None and step not in ABLATED_STEPS:
-        raise ValueError(f"unknown step {step!r}: one of {', '.join(ABLATED_STEPS)}")
-
-    def compose(
-        hours: FloatArray,
-        maxima: FloatArray,
-        minima: FloatArray,
-        limit: float,
-        params: ForecastParams,
-    ) -> VolumeForecast:
-        keep = (hours > -params.lookback_hours) & (hours <= 0)
-        kept, values = after_replacement(hours[keep], maxima[keep], minima[keep], limit, params)
-        if (
-            kept.size < 2
-            or kept[-1] - kept[0] < params.min_hours_of_data
-            or kept.size < (params.min_hours_of_data / 2)
-        ):
-            return no_fill(Trend.INSUFFICIENT_DATA, float(values[-1]) if values.size else math.nan)
-        reading = _envelope_verdict(kept, values, limit, params)
-        if reading.strong_stop:
-            return reading.forecast
-        verdict = reading.forecast
-        if step != "floor":
-            verdict = with_floor(verdict, line_fill(kept, values, limit, params), strong_stop=False)
-        if step != "next-day":
-            repeat = next_day_fill(kept, reading.adjusted, limit, params, drops=reading.drop_mask)
-            verdict = with_next_day(verdict, repeat)
-        lines = window_lines(kept, values, limit, params)
-        if step != "short-line":
-            verdict = with_short_line(verdict, lines, params)
-        if step != "window-band":
-            verdict = span_windows(verdict, lines)
-        return verdict
-
-    return compose
-
-
-def envelope_forecaster(name: str, params: ForecastParams, compose: Composer) -> Forecaster:
-    """The spark_history forecast (or a variant) as a forecaster: its fill time to the limit
-    and its band; used bytes follow the level and the rate its fill time implies (the flat
-    level when it forecasts no growth)."""
+def forecast_forecaster(
+    params: ForecastParams, calibration: Calibration | None = None, name: str = "forecast"
+) -> Forecaster:
+    """The history job's forecast (``envelope_forecast``) to the limit: its trend line, its
+    fill time and, with ``calibration``, its calibrated band."""
 
     def predict(history: History) -> Prediction:
-        result = compose(history.hours, history.maxima, history.minima, history.limit, params)
-        level = result.level if math.isfinite(result.level) else float(history.maxima[-1])
-        crossing = result.hours_to_full
-        if crossing is not None and crossing > 0:
-            slope = (history.limit - level) / crossing
-        elif result.trend in GROWING_TRENDS and math.isfinite(result.slope_per_hour):
-            slope = max(result.slope_per_hour, 0.0)
-        else:
-            slope = 0.0
+        line = fitted_line(history.mean_hours, history.means, params)
+        if line is None:
+            return Prediction(None, float(history.maxima[-1]), 0.0)
+        trend = trend_of(line).value
+        crossing = line.crossing(history.limit, history.horizon_hours)
         band = None
-        if crossing is not None:
-            low = result.hours_to_full_low
-            band = (crossing if low is None else low, result.hours_to_full_high)
-        return Prediction(crossing, level, slope, band)
+        if crossing is not None and calibration is not None:
+            band = crossing_band(
+                calibration,
+                trend,
+                level=line.level,
+                slope=line.slope,
+                limit=history.limit,
+                capacity=history.capacity,
+                horizon_hours=history.horizon_hours,
+            )
+        return Prediction(crossing, line.level, line.slope, band, trend)
 
     return Forecaster(name, predict)
 
 
-def default_forecasters(config: BacktestConfig, ablations: bool = False) -> list[Forecaster]:
+def calibration_samples(
+    series: BucketSeries, forecaster: Forecaster, config: BacktestConfig
+) -> list[Sample]:
+    """The signed level errors of ``forecaster`` at the origins and horizons of ``series``
+    (the calibration set of ``backtest_bands``): (bucket maximum at ``origin + h`` - its
+    predicted used bytes) / capacity, labelled with the prediction's ``trend``. Origins
+    over the limit, predictions without a trend and horizons past the series are left out."""
+    samples: list[Sample] = []
+    if series.index.size == 0:
+        return samples
+    for origin in origins_of(series, config):
+        history = series.history_at(origin, config.horizon_hours)
+        if history.maxima[-1] >= history.limit or not history.capacity > 0:
+            continue
+        prediction = forecaster.predict(history)
+        if prediction.trend is None:
+            continue
+        for horizon in config.horizons_hours:
+            position = np.flatnonzero(series.index == origin + int(horizon))
+            if position.size:
+                actual = float(series.maxima[position[0]])
+                error = (actual - prediction.used_at(horizon)) / history.capacity
+                samples.append(Sample(prediction.trend, horizon, error))
+    return samples
+
+
+def forecast_params(config: BacktestConfig) -> ForecastParams:
+    """The forecast's defaults but the horizon."""
+    return ForecastParams(horizon_hours=config.horizon_hours)
+
+
+def cross_fitted(
+    volumes: Sequence[BucketSeries], config: BacktestConfig, folds: int = 2
+) -> list[Calibration]:
+    """One calibration per volume, from the backtest errors of the volumes of the other
+    folds only (volume ``i`` is in fold ``i % folds``): a volume's band is never calibrated
+    on its own future, so the coverage the backtest reports is out of sample."""
+    params = forecast_params(config)
+    uncalibrated = forecast_forecaster(params)
+    by_fold: list[list[Sample]] = [[] for _ in range(folds)]
+    for number, series in enumerate(volumes):
+        by_fold[number % folds] += calibration_samples(series, uncalibrated, config)
+    calibrations = [
+        Calibration.of(
+            (s for other, samples in enumerate(by_fold) if other != fold for s in samples),
+            params.band_coverage,
+        )
+        for fold in range(folds)
+    ]
+    return [calibrations[number % folds] for number in range(len(volumes))]
+
+
+def default_forecasters(
+    config: BacktestConfig, calibration: Calibration | None = None
+) -> list[Forecaster]:
     """``linear-6h``, ``linear-72h`` and ``forecast`` (the job's forecast, its defaults but
-    the horizon); with ``ablations``, the forecast without each late step too."""
-    params = ForecastParams(horizon_hours=config.horizon_hours)
-    forecasters = [
+    the horizon; banded with ``calibration``)."""
+    return [
         predict_linear_forecaster(6.0),
         predict_linear_forecaster(72.0),
-        envelope_forecaster("forecast", params, _full_forecast),
+        forecast_forecaster(forecast_params(config), calibration),
     ]
-    if ablations:
-        forecasters += [
-            envelope_forecaster(f"forecast-no-{step}", params, forecast_without(step))
-            for step in ABLATED_STEPS
-        ]
-    return forecasters

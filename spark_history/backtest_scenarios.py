@@ -1,53 +1,34 @@
-"""Write the repository's synthetic histories as JSONL for ``history backtest``.
+"""Write the synthetic history as JSONL for ``history backtest``.
 
-``python -m spark_history.backtest_scenarios GENERATOR --output FILE`` writes the history
-(snapshots before the generator's forecast instant, with its measurement noise, gaps and
-flaws) of one generator: ``synthetic`` (``spark_history.synthetic``, 14 days) or one of the
-benchmark generators (``benchmarks/history_scenarios*.py``: ``rates``, ``field``, ``cloud``,
-``blind``, ``sre``, ``fresh``). Only their histories are written: the backtest scores
-forecasts inside the recorded history, never against a generator's own truth. A development
-tool: the benchmark generators are imported from the source tree, not from the job's zip.
+``python -m spark_history.backtest_scenarios synthetic --output FILE`` writes the history of
+``spark_history.synthetic`` (14 days of 5-minute snapshots: linear growth with or without
+daily cycles, steps, retention plateaus, sawtooth, idle, near-full-then-cleaned volumes).
+Only the history is written: the backtest scores forecasts inside the recorded history,
+never against the generator's own truth.
 """
-
-# ruff: noqa: PLC0415 - each generator is imported only when chosen
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from spark_history import synthetic
 from spark_history.synthetic_jsonl import write_jsonl
 
-BENCHMARK_GENERATORS = {
-    "rates": "benchmarks.history_scenarios",
-    "field": "benchmarks.history_scenarios_field",
-    "cloud": "benchmarks.history_scenarios_cloud",
-    "blind": "benchmarks.history_scenarios_blind",
-    "sre": "benchmarks.history_scenarios_sre",
-    "fresh": "benchmarks.history_scenarios_fresh",
-}
-GENERATORS = ("synthetic", *BENCHMARK_GENERATORS)
+GENERATORS = ("synthetic",)
 SYNTHETIC_HISTORY_HOURS = 14 * 24.0
 
 
 def history_rows(generator: str, seed: int, volumes: int) -> pd.DataFrame:
     """The generator's history rows (the ingest's volume columns)."""
-    if generator == "synthetic":
-        from spark_history import synthetic
-
-        config = synthetic.HistoryConfig(
-            history_hours=SYNTHETIC_HISTORY_HOURS, interval_seconds=300
-        )
-        return synthetic.history_frame(synthetic.make_traces(seed, volumes, config), seed, config)
-    module = importlib.import_module(BENCHMARK_GENERATORS[generator])
-    rows, _tombstones, _truths = module.generate(seed, volumes, 7 * 24.0)
-    frame: pd.DataFrame = rows
-    return frame
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown generator {generator!r}: one of {', '.join(GENERATORS)}")
+    config = synthetic.HistoryConfig(history_hours=SYNTHETIC_HISTORY_HOURS, interval_seconds=300)
+    return synthetic.history_frame(synthetic.make_traces(seed, volumes, config), seed, config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,8 @@
 The heavy part (millions of snapshots) is a grouped max per volume and bucket (an hour unless
 ``ForecastParams.bucket_seconds`` says otherwise), done by Spark's SQL engine; only the few
 hundred bucket points of each volume cross to Python, in one
-``applyInPandas`` call per volume. See ``envelope_forecast.py`` for the method.
+``applyInPandas`` call per volume, twice: once for the band's calibration (each volume's
+backtest errors, pooled on the driver), once for the forecast. See ``envelope_forecast.py``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.envelope_forecast import ForecastParams
-from spark_history.forecast_frame import FORECAST_SCHEMA, forecast_group
+from spark_history.forecast_frame import (
+    CALIBRATION_SCHEMA,
+    FORECAST_SCHEMA,
+    calibration_group,
+    calibration_of,
+    forecast_group,
+)
 
 
 def hourly_envelope(
     rows: DataFrame, at: datetime, lookback_hours: float, bucket_seconds: float = 3600.0
 ) -> DataFrame:
-    """Per volume and bucket before ``at``: max and last consumed, capacity, path. Times
+    """Per volume and bucket before ``at``: max, min, mean and last consumed, the mean sample
+    time, capacity, path. Times
     (``offsetHours``, ``lastHours``, ``lookback_hours``) count buckets of ``bucket_seconds``."""
     offset = bucket_offset(at, bucket_seconds)
     window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0)
@@ -32,6 +40,8 @@ def hourly_envelope(
     return window.groupBy("brokerId", "volumeName", "bucket").agg(
         F.max("consumed").alias("maxConsumed"),
         F.min("consumed").alias("minConsumed"),
+        F.avg("consumed").alias("meanConsumed"),
+        F.avg("offsetHours").alias("meanHours"),
         F.max_by("consumed", "snapshotAt").alias("lastConsumed"),
         F.max_by("capacity", "snapshotAt").alias("capacity"),
         F.max_by("path", "snapshotAt").alias("path"),
@@ -74,7 +84,17 @@ def forecast_volumes(
         params.bucket_seconds,
     )
 
+    def volume_samples(frame: pd.DataFrame) -> pd.DataFrame:
+        return calibration_group(frame, params)
+
+    # The band's calibration: every volume's backtest errors, pooled on the driver (a few
+    # dozen numbers per volume), then given to every volume's forecast.
+    samples = hourly.groupBy("brokerId", "volumeName").applyInPandas(
+        volume_samples, CALIBRATION_SCHEMA
+    )
+    calibration = calibration_of(samples.toPandas(), params)
+
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
-        return forecast_group(frame, params)
+        return forecast_group(frame, params, calibration)
 
     return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, FORECAST_SCHEMA)

@@ -9,6 +9,10 @@ exception as its ``reason``, and every other volume is forecast as usual. Before
 a volume that is full now is ``full`` (0 hours to full) and a volume whose broker left (a
 tombstone after its last snapshot) or has been silent longer than
 ``ForecastParams.retired_after_hours`` is ``retired`` and gets no forecast.
+
+The band is calibrated on the fleet: :func:`calibration_group` gives each volume's backtest
+errors (the same forecast at past origins of the hourly frame, scored against what followed),
+:func:`calibration_of` pools them, and :func:`forecast_group` takes the pooled calibration.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from spark_history.backtest import BacktestConfig, BucketSeries
+from spark_history.backtest_bands import Calibration, Sample
+from spark_history.backtest_forecasters import calibration_samples, forecast_forecaster
 from spark_history.envelope_forecast import (
     ForecastParams,
     Trend,
@@ -31,6 +38,8 @@ HOURLY_COLUMNS: tuple[str, ...] = (
     "bucket",
     "maxConsumed",
     "minConsumed",
+    "meanConsumed",
+    "meanHours",
     "lastConsumed",
     "capacity",
     "path",
@@ -40,7 +49,8 @@ HOURLY_COLUMNS: tuple[str, ...] = (
 )
 """Per volume and hour bucket (``bucket`` = ceil of hours relative to ``at``, <= 0).
 
-``lastHours``: the newest snapshot of the bucket, in hours relative to ``at``;
+``meanHours``: the mean time of the bucket's snapshots, and ``lastHours`` the newest one's,
+in hours relative to ``at``;
 ``retiredHours``: the broker's newest tombstone before ``at`` (same unit), NaN without one.
 """
 
@@ -59,10 +69,75 @@ FORECAST_COLUMNS: tuple[str, ...] = tuple(
 
 _MAX_REASON = 300
 
+CALIBRATION_SCHEMA = "trend string, horizonHours double, error double"
+"""One backtest error of the forecast (Spark DDL): ``backtest_bands.Sample``."""
 
-def forecast_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFrame:
-    """The forecast row of the one volume whose hourly envelope is ``hourly``; never raises
-    for the data of that volume."""
+CALIBRATION_COLUMNS: tuple[str, ...] = ("trend", "horizonHours", "error")
+
+
+def calibration_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFrame:
+    """The backtest errors of the one volume whose hourly envelope is ``hourly``: the
+    forecast at origins every ``calibration_step_hours`` once ``fit_hours`` of it lie behind,
+    its level error at each of ``calibration_horizons_hours``. Empty when the data of the
+    volume cannot be scored (never raises for it)."""
+    try:
+        samples = _volume_samples(hourly, params)
+    except Exception:  # one volume's data must not stop the job; it just calibrates nothing
+        samples = []
+    return pd.DataFrame(
+        {
+            # An explicit object dtype: an empty list would reach Arrow as a null column,
+            # which applyInPandas cannot convert (a volume with no origin has no rows).
+            "trend": pd.Series([sample.trend for sample in samples], dtype=object),
+            "horizonHours": np.array([s.horizon_hours for s in samples], dtype=np.float64),
+            "error": np.array([sample.error for sample in samples], dtype=np.float64),
+        },
+        columns=list(CALIBRATION_COLUMNS),
+    )
+
+
+def _volume_samples(hourly: pd.DataFrame, params: ForecastParams) -> list[Sample]:
+    ordered = hourly.sort_values("bucket")
+    capacity = ordered["capacity"].to_numpy(dtype=np.float64)
+    series = BucketSeries(
+        index=ordered["bucket"].to_numpy(dtype=np.int64),
+        maxima=ordered["maxConsumed"].to_numpy(dtype=np.float64),
+        means=ordered["meanConsumed"].to_numpy(dtype=np.float64),
+        minima=ordered["minConsumed"].to_numpy(dtype=np.float64),
+        capacity=capacity,
+        limit=capacity,
+        mean_times=ordered["meanHours"].to_numpy(dtype=np.float64),
+    )
+    horizons = tuple(h for h in params.calibration_horizons_hours if h <= params.horizon_hours)
+    if not horizons:
+        return []
+    config = BacktestConfig(
+        origin_step_hours=params.calibration_step_hours,
+        warmup_hours=params.fit_hours,
+        horizon_hours=params.horizon_hours,
+        horizons_hours=horizons,
+    )
+    return calibration_samples(series, forecast_forecaster(params), config)
+
+
+def calibration_of(samples: pd.DataFrame, params: ForecastParams) -> Calibration:
+    """The fleet's calibration from every volume's :func:`calibration_group` rows."""
+    return Calibration.of(
+        (
+            Sample(str(trend), float(horizon), float(error))
+            for trend, horizon, error in zip(
+                samples["trend"], samples["horizonHours"], samples["error"], strict=True
+            )
+        ),
+        params.band_coverage,
+    )
+
+
+def forecast_group(
+    hourly: pd.DataFrame, params: ForecastParams, calibration: Calibration | None = None
+) -> pd.DataFrame:
+    """The forecast row of the one volume whose hourly envelope is ``hourly`` (its band from
+    ``calibration``); never raises for the data of that volume."""
     ordered = hourly.sort_values("bucket")
     latest = ordered.iloc[-1]
     midpoints = ordered["bucket"].to_numpy(dtype=np.float64) - 0.5
@@ -74,7 +149,7 @@ def forecast_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFrame
         "hoursOfData": float(midpoints[-1] - midpoints[0] + 1.0),
     }
     try:
-        row.update(_forecast_fields(ordered, params))
+        row.update(_forecast_fields(ordered, params, calibration))
     except Exception as error:  # one volume's data must not stop the job
         reason = f"{type(error).__name__}: {error}"[:_MAX_REASON]
         capacity, consumed = _number(latest["capacity"]), _number(latest["lastConsumed"])
@@ -83,7 +158,9 @@ def forecast_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFrame
     return pd.DataFrame([{column: row.get(column) for column in FORECAST_COLUMNS}])
 
 
-def _forecast_fields(ordered: pd.DataFrame, params: ForecastParams) -> dict[str, object]:
+def _forecast_fields(
+    ordered: pd.DataFrame, params: ForecastParams, calibration: Calibration | None
+) -> dict[str, object]:
     latest = ordered.iloc[-1]
     capacity = int(latest["capacity"])
     consumed = int(latest["lastConsumed"])
@@ -97,35 +174,26 @@ def _forecast_fields(ordered: pd.DataFrame, params: ForecastParams) -> dict[str,
         )
         reason = f"{capacity - consumed} bytes free"
     else:
-        midpoints = ordered["bucket"].to_numpy(dtype=np.float64) - 0.5
-        maxima = ordered["maxConsumed"].to_numpy(dtype=np.float64)
-        minima = ordered["minConsumed"].to_numpy(dtype=np.float64)
-        result = forecast_hourly(midpoints, maxima, float(capacity), params, minima=minima)
-        reason = _growth_reason(result.trend, params)
+        result = forecast_hourly(
+            ordered["meanHours"].to_numpy(dtype=np.float64),
+            ordered["meanConsumed"].to_numpy(dtype=np.float64),
+            float(capacity),
+            params,
+            calibration=calibration,
+        )
+        reason = _band_reason(result)
     fields = _result_fields(result, float(capacity), float(consumed))
     fields["reason"] = reason
     return fields
 
 
-def _growth_reason(trend: Trend, params: ForecastParams) -> str | None:
-    """Why a volume got a fill time from a floor rather than from the envelope method."""
-    if trend is Trend.GROWING_LINE_FLOOR:
-        return (
-            f"no fill by the envelope method, but a line over the last {params.fit_hours:g} h"
-            " fills and nothing shows growth stopped"
-        )
-    if trend is Trend.GROWING_SHORT_LINE:
-        return (
-            f"a line over the last {params.short_window_hours:g} h (node_exporter's alert) "
-            f"fills within {params.short_line_alert_hours:g} h, before the other methods' "
-            "fill time"
-        )
-    if trend is Trend.GROWING_NEXT_DAY:
-        return (
-            "yesterday's climb from this hour, repeated from the level now, fills within "
-            f"{params.next_day_hours:g} h, before the other methods' fill time"
-        )
-    return None
+def _band_reason(result: VolumeForecast) -> str | None:
+    """Which band a fill time has: the calibrated one, or none for want of calibration."""
+    if result.hours_to_full is None:
+        return None
+    if result.band is not None:
+        return result.band
+    return f"no band: no backtest errors calibrate the {result.trend.value} trend"
 
 
 def _retired_reason(ordered: pd.DataFrame, params: ForecastParams) -> str | None:

@@ -12,7 +12,13 @@ import numpy as np
 import pandas as pd
 
 from spark_history.envelope_forecast import ForecastParams
-from spark_history.forecast_frame import FORECAST_COLUMNS, forecast_group
+from spark_history.forecast_frame import (
+    CALIBRATION_COLUMNS,
+    FORECAST_COLUMNS,
+    calibration_group,
+    calibration_of,
+    forecast_group,
+)
 
 
 def hourly_envelope_pandas(
@@ -33,6 +39,8 @@ def hourly_envelope_pandas(
     hourly = grouped.agg(
         maxConsumed=("consumed", "max"),
         minConsumed=("consumed", "min"),
+        meanConsumed=("consumed", "mean"),
+        meanHours=("offsetHours", "mean"),
         lastConsumed=("consumed", "last"),
         capacity=("capacity", "last"),
         path=("path", "last"),
@@ -73,10 +81,15 @@ def forecast_volumes_pandas(
         at,
         params.bucket_seconds,
     )
-    results = [
-        forecast_group(group, params)
-        for _, group in hourly.groupby(["brokerId", "volumeName"], sort=True, observed=True)
-    ]
+    groups = [g for _, g in hourly.groupby(["brokerId", "volumeName"], sort=True, observed=True)]
+    samples = [calibration_group(group, params) for group in groups]
+    calibration = calibration_of(
+        pd.concat(samples, ignore_index=True)
+        if samples
+        else pd.DataFrame(columns=list(CALIBRATION_COLUMNS)),
+        params,
+    )
+    results = [forecast_group(group, params, calibration) for group in groups]
     if not results:
         return pd.DataFrame(columns=list(FORECAST_COLUMNS))
     return pd.concat(results, ignore_index=True)

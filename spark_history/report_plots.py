@@ -34,7 +34,7 @@ def _forecast_line(
 ) -> None:
     """The forecast line from the level now to full (or the horizon), and the fill band."""
     capacity = float(forecast["capacity"])
-    growing = str(forecast["trend"]).startswith("growing")  # every fill trend
+    growing = str(forecast["trend"]) in ("growing", "flat")  # every trend that can fill
     slope = float(forecast["growthBytesPerHour"]) if growing else 0.0
     level = 100.0 * float(forecast["levelBytes"]) / capacity
     to_full = forecast["hoursToFull"]

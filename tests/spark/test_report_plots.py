@@ -1,4 +1,4 @@
-"""The usage plot draws a forecast line for every growing trend, the line floor's included."""
+"""The usage plot draws a forecast line for every trend that can fill (growing, flat)."""
 
 from __future__ import annotations
 
@@ -28,13 +28,12 @@ def forecast_row(trend: str) -> pd.Series:
     ("trend", "lines"),
     [
         ("growing", 1),
-        ("growing-line-floor", 1),
-        ("growing-next-day", 1),
-        ("growing-short-line", 1),
-        ("plateau", 0),
+        ("flat", 1),
+        ("shrinking", 0),
+        ("retired", 0),
     ],
 )
-def test_forecast_line_for_growing_trends_only(trend: str, lines: int) -> None:
+def test_forecast_line_for_trends_that_can_fill_only(trend: str, lines: int) -> None:
     axis = Figure().add_subplot()
     _forecast_line(axis, forecast_row(trend), np.array([-7.0, 0.0]), 168.0)
     drawn = [line for line in axis.get_lines() if line.get_label() == "forecast"]
