@@ -31,12 +31,17 @@ def run_ingest(arguments: argparse.Namespace) -> int:
 
     if arguments.compact_min_files is not None and arguments.compact_min_files < 2:
         raise HistoryUsageError("--compact-min-files must be at least 2")
+    _check_usage_options(arguments)
     if arguments.source == "jsonl":
         if arguments.input is None:
             raise HistoryUsageError("--source jsonl needs --input URI")
         _check_local_input(arguments.input)
         source: JsonlSource | KafkaSource = JsonlSource(arguments.input)
-        return _ingest(arguments, source, jars=False)
+        usage = None
+        if arguments.usage_output is not None:
+            _check_local_input(arguments.usage_input)
+            usage = JsonlSource(arguments.usage_input)
+        return _ingest(arguments, source, jars=False, usage=usage)
     if not arguments.bootstrap or not arguments.topic:
         raise HistoryUsageError("--source kafka needs --bootstrap and --topic")
     tls = TlsFiles(
@@ -51,14 +56,41 @@ def run_ingest(arguments: argparse.Namespace) -> int:
     )
     with kafka_tls_options(tls) as tls_options:
         options = {**tls_options, **dict(arguments.kafka_option)}
+        usage_source = None
+        if arguments.usage_output is not None:
+            usage_source = KafkaSource(arguments.bootstrap, arguments.usage_topic, options)
         return _ingest(
-            arguments, KafkaSource(arguments.bootstrap, arguments.topic, options), jars=True
+            arguments,
+            KafkaSource(arguments.bootstrap, arguments.topic, options),
+            jars=True,
+            usage=usage_source,
         )
 
 
-def _ingest(arguments: argparse.Namespace, source: object, jars: bool) -> int:
+def _check_usage_options(arguments: argparse.Namespace) -> None:
+    """The usage options make sense together (``--usage-output`` turns the usage ingest on)."""
+    if arguments.usage_output is None:
+        for option in ("usage_checkpoint", "usage_input"):
+            if getattr(arguments, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise HistoryUsageError(f"{flag} needs --usage-output URI")
+        return
+    if arguments.usage_checkpoint is None:
+        raise HistoryUsageError("--usage-output needs --usage-checkpoint URI")
+    if arguments.usage_checkpoint == arguments.checkpoint:
+        raise HistoryUsageError("--usage-checkpoint must differ from --checkpoint")
+    if arguments.usage_output == arguments.output:
+        raise HistoryUsageError("--usage-output must differ from --output")
+    if arguments.source == "jsonl" and arguments.usage_input is None:
+        raise HistoryUsageError("--source jsonl with --usage-output needs --usage-input URI")
+    if arguments.source == "kafka" and arguments.usage_input is not None:
+        raise HistoryUsageError("--usage-input is for --source jsonl; kafka reads --usage-topic")
+
+
+def _ingest(arguments: argparse.Namespace, source: object, jars: bool, usage: object = None) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource, run_ingest
     from spark_history.session import step
+    from spark_history.usage_ingest import describe_usage_counts, run_usage_ingest
 
     assert isinstance(source, JsonlSource | KafkaSource)
     session = _session(arguments, kafka=jars)
@@ -67,8 +99,18 @@ def _ingest(arguments: argparse.Namespace, source: object, jars: bool) -> int:
             lambda: run_ingest(session, source, arguments.checkpoint, arguments.output)
         )
     print(f"ingested {counts.describe()}")
+    if isinstance(usage, JsonlSource | KafkaSource):
+        with step("usage ingest"), _progress(session):
+            usage_counts = _spark_call(
+                lambda: run_usage_ingest(
+                    session, usage, arguments.usage_checkpoint, arguments.usage_output
+                )
+            )
+        print(f"ingested {describe_usage_counts(usage_counts)}")
     if arguments.compact_min_files is not None:
         _compact(session, arguments.output, arguments.compact_min_files, None)
+        if usage is not None:
+            _compact(session, arguments.usage_output, arguments.compact_min_files, None)
     return 0
 
 
@@ -107,6 +149,10 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     at = _evaluation_time(arguments.at)
     params = _forecast_params(arguments)
     _check_local_input(arguments.input)
+    if (arguments.usage_dataset is None) != (arguments.mechanism_output is None):
+        raise HistoryUsageError("--usage-dataset and --mechanism-output go together")
+    if arguments.usage_dataset is not None:
+        _check_local_input(arguments.usage_dataset)
     session = _session(arguments)
     _check_input(session, arguments.input)
     with step("forecast"), _progress(session):
@@ -128,7 +174,40 @@ def run_forecast(arguments: argparse.Namespace) -> int:
         # node_exporter may read the file while it is written: write beside it, then rename.
         _spark_call(lambda: storage.replace_text(session, arguments.prometheus_textfile, metrics))
     print(f"wrote {arguments.output}: {describe_forecast(table, arguments.horizon_days)}")
+    if arguments.usage_dataset is not None:
+        _mechanism_forecast(session, arguments, rows, at, params)
     return 0
+
+
+def _mechanism_forecast(
+    session: SparkSession,
+    arguments: argparse.Namespace,
+    rows: object,
+    at: datetime,
+    params: ForecastParams,
+) -> None:
+    """``history forecast --usage-dataset``: the mechanism forecast CSV."""
+    from pyspark.sql import DataFrame
+
+    from spark_history import storage
+    from spark_history.mechanism_frame import MECHANISM_COLUMNS
+    from spark_history.session import step
+    from spark_history.usage_forecast import load_usage, mechanism_volumes
+
+    assert isinstance(rows, DataFrame)
+    _check_input(session, arguments.usage_dataset)
+    with step("mechanism forecast"), _progress(session):
+        usage = _spark_call(lambda: load_usage(session, arguments.usage_dataset))
+        table = _spark_call(lambda: mechanism_volumes(usage, rows, at, params).toPandas())
+    table = table.sort_values(["hoursToFull", "brokerId", "volumeName"], na_position="last")
+    csv_text = table[list(MECHANISM_COLUMNS)].to_csv(index=False)
+    _spark_call(lambda: storage.write_text(session, arguments.mechanism_output, csv_text))
+    filling = int(table["hoursToFull"].notna().sum())
+    print(
+        f"wrote {arguments.mechanism_output}: {len(table)} volumes with topic usage, "
+        f"{filling} forecast by their topics' retention to reach the hard limit within "
+        f"{arguments.horizon_days:g} days"
+    )
 
 
 def describe_forecast(table: object, horizon_days: float) -> str:
@@ -153,6 +232,7 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.history_input import load_history, load_receipts, load_tombstones
     from spark_history.report import PanelParams, write_report
+    from spark_history.usage_forecast import load_usage
 
     if arguments.max_plotted < 1:
         raise HistoryUsageError("--max-plotted must be at least 1")
@@ -172,6 +252,11 @@ def run_report(arguments: argparse.Namespace) -> int:
         rows = _spark_call(lambda: load_history(session, arguments.input))
         if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
             raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
+        usage = None
+        if arguments.usage_dataset is not None:
+            _check_local_input(arguments.usage_dataset)
+            _check_input(session, arguments.usage_dataset)
+            usage = _spark_call(lambda: load_usage(session, arguments.usage_dataset))
         files = _spark_call(
             lambda: write_report(
                 rows,
@@ -183,6 +268,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 tombstones=load_tombstones(session, arguments.input),
                 receipts=load_receipts(session, arguments.input),
                 panels=panels,
+                usage=usage,
             )
         )
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")

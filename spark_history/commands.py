@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from spark_history import usage_options
 from spark_history.backtest_command import add_backtest
 from spark_history.command_runs import run_compact, run_forecast, run_ingest, run_report
 from volume_quota.arguments import positive_number
@@ -158,6 +159,7 @@ def _add_ingest(
         "default: no compaction); see 'history compact'",
     )
     _kafka_options(parser)
+    usage_options.add_usage_ingest_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_ingest)
 
@@ -198,9 +200,10 @@ def _add_forecast(
     parser = actions.add_parser(
         "forecast",
         help="when will each volume fill? one CSV row per volume",
-        description="Forecast, per volume, the growth trend and the hours until full with an "
-        "uncertainty band. hoursToFull is empty when the volume is not forecast to fill "
-        "within the horizon (plateaued by retention, flat, shrinking, or too slow).",
+        description="Forecast, per volume, the growth trend (a least-squares line over the "
+        "last 72 h) and the hours until full, with a band calibrated on the fleet's own "
+        "backtests (split conformal; the reason column names it). hoursToFull is empty "
+        "when the line does not reach capacity within the horizon.",
         epilog=_SPARK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -218,6 +221,7 @@ def _add_forecast(
         help="also write hours to full as Prometheus metrics (node_exporter textfile "
         "format), e.g. /var/lib/node_exporter/textfile/volume_quota.prom",
     )
+    usage_options.add_mechanism_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_forecast)
 
@@ -266,6 +270,7 @@ def _add_report(
         help="plot the N volumes closest to full (default: %(default)s)",
     )
     _panel_options(parser)
+    usage_options.add_report_options(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_report)
 

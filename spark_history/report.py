@@ -3,8 +3,8 @@
 Why one file with embedded PNGs: operators mail it, attach it to a ticket or open it from an
 artifact store, where relative links to images break. The CSV/JSON files beside it
 (forecast.csv, thresholds.csv, incidents.csv, data_quality.csv, weekly_growth.csv,
-balance.csv, summary.json) are the same numbers for machines, and hours_to_full.prom the
-forecast for Prometheus.
+balance.csv, summary.json; with the usage dataset topic_growth.csv and mechanism_forecast.csv)
+are the same numbers for machines, and hours_to_full.prom the forecast for Prometheus.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from spark_history.forecast import forecast_volumes
 from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
 from spark_history.report_html import ReportData, render
+from spark_history.report_planning import planning, planning_summary
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
@@ -62,14 +63,11 @@ def worst_first(forecast: pd.DataFrame) -> pd.DataFrame:
 
 
 def usage_series(
-    rows: DataFrame,
-    at: datetime,
-    lookback_hours: float,
-    volumes: pd.DataFrame,
-    bucket_seconds: float = 3600.0,
+    rows: DataFrame, at: datetime, volumes: pd.DataFrame, params: ForecastParams
 ) -> pd.DataFrame:
-    """Per bucket (``lookback_hours`` counts buckets of ``bucket_seconds``), min/max used % and
-    the latest limits (as used %) of the chosen volumes."""
+    """Per bucket of the forecast's lookback (``params``: its buckets), min/max used % and the
+    latest limits (as used %) of the chosen volumes."""
+    lookback_hours, bucket_seconds = params.lookback_hours, params.bucket_seconds
     if volumes.empty:
         return pd.DataFrame()
     wanted = rows.sparkSession.createDataFrame(volumes[["brokerId", "volumeName"]])
@@ -114,10 +112,10 @@ def write_report(
     tombstones: DataFrame | None = None,
     receipts: DataFrame | None = None,
     panels: PanelParams | None = None,
+    usage: DataFrame | None = None,
 ) -> ReportFiles:
-    """Run the analyses on ``rows`` and write the report files into ``output_dir`` (a Hadoop
-    URI or a path: see ``storage``). ``receipts``: the rows' Kafka record timestamps
-    (``history_input.load_receipts``), for the clock skew."""
+    """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
+    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``)."""
     panels = panels or PanelParams()
     with step("forecast"):
         forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
@@ -127,9 +125,7 @@ def write_report(
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
         plotted = forecast.head(max_plotted)
-        series = usage_series(
-            rows, at, forecast_params.lookback_hours, plotted, forecast_params.bucket_seconds
-        )
+        series = usage_series(rows, at, plotted, forecast_params)
     with step("weekly growth per broker"):
         growth = weekly_growth(broker_hours(rows, at, panels.growth_weeks), at, panels.growth_weeks)
     with step("data quality and clock skew"):
@@ -145,7 +141,9 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    summary.update(_panel_summary(quality, growth, panels))
+    with step("topics and headroom"):
+        planned = planning(rows, usage, at, forecast_params)
+    summary |= _panel_summary(quality, growth, panels) | planning_summary(planned)
     data = ReportData(
         at=at,
         forecast=forecast,
@@ -159,6 +157,7 @@ def write_report(
         summary=summary,
         forecast_params=forecast_params,
         tuning=tuning,
+        planning=planned,
     )
     with step("plots and files"):
         return _write_files(rows.sparkSession, output_dir, data)
@@ -222,6 +221,14 @@ def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> Re
         storage.join(output_dir, "incidents.csv"): data.incidents.to_csv(index=False),
         storage.join(output_dir, "data_quality.csv"): data.quality.to_csv(index=False),
         storage.join(output_dir, "weekly_growth.csv"): data.growth.to_csv(index=False),
+        **{
+            storage.join(output_dir, name): frame.to_csv(index=False)
+            for name, frame in (
+                ("topic_growth.csv", data.planning.topics),
+                ("mechanism_forecast.csv", data.planning.mechanism),
+            )
+            if frame is not None
+        },
         storage.join(output_dir, PROMETHEUS_FILE): textfile(data.forecast, data.at.timestamp()),
         files.summary_json: json.dumps(data.summary, indent=2, default=str) + "\n",
         files.html: render(data),
@@ -242,6 +249,22 @@ def _recommendation(tradeoffs: pd.DataFrame) -> dict[str, object] | None:
         "minWarningHours": _or_none(row["minWarningHours"]),
         "clusterThrottledHours": float(row["throttledHours"]),
         "clusterPausedHours": float(row["pausedHours"]),
+    }
+
+
+def _fleet_evidence(evidence: FleetEvidence, within_hours: float) -> dict[str, object]:
+    return {
+        "climbPercent": evidence.climb_percent,
+        "climbWithinHours": within_hours,
+        "climbByVolumeClass": [
+            {
+                "volumeClass": entry.volume_class,
+                "volumes": entry.volumes,
+                "climbPercent": entry.climb_percent,
+            }
+            for entry in evidence.climb_by_class
+        ],
+        "lowestFreePercent": evidence.lowest_free_percent,
     }
 
 
@@ -277,19 +300,7 @@ def _summary(
             tradeoffs, evidence, tuning.lookback_hours / 24, tuning.min_warning_hours
         ),
         "thresholdRecommendation": _recommendation(tradeoffs),
-        "fleetEvidence": {
-            "climbPercent": evidence.climb_percent,
-            "climbWithinHours": tuning.min_warning_hours,
-            "climbByVolumeClass": [
-                {
-                    "volumeClass": entry.volume_class,
-                    "volumes": entry.volumes,
-                    "climbPercent": entry.climb_percent,
-                }
-                for entry in evidence.climb_by_class
-            ],
-            "lowestFreePercent": evidence.lowest_free_percent,
-        },
+        "fleetEvidence": _fleet_evidence(evidence, tuning.min_warning_hours),
         "limitsInForce": {
             "clusterThrottledHours": float(current["throttledHours"]),
             "clusterPausedHours": float(current["pausedHours"]),

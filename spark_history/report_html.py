@@ -18,6 +18,7 @@ import pandas as pd
 
 from schemas.wire_types import format_instant
 from spark_history.envelope_forecast import ForecastParams
+from spark_history.report_planning import WEEK_DAYS, Planning, headroom_text
 from spark_history.report_plots import (
     balance_png,
     days_to_full_png,
@@ -65,6 +66,7 @@ class ReportData:
     summary: dict[str, object]
     forecast_params: ForecastParams
     tuning: TuningParams
+    planning: Planning
 
 
 def img(png: bytes | None, alt: str) -> str:
@@ -145,6 +147,31 @@ where a week, or the one before it, has less than a day of snapshots.</p>
 {table(pivot, list(pivot.columns), limit=200)}"""
 
 
+MECHANISM_SHOWN = ["brokerId", "volumeName", "hoursToFull", "drivers", "prevention", "reason"]
+
+
+def _planning_section(planned: Planning) -> str:
+    if planned.topics is None or planned.mechanism is None:
+        topics = mechanism = (
+            "<p class='empty'>No topic usage: run the report with --usage-dataset (the "
+            "dataset 'history ingest --usage-output' writes).</p>"
+        )
+    else:
+        topics = table(planned.topics, list(planned.topics.columns))
+        mechanism = table(planned.mechanism, MECHANISM_SHOWN)
+    return f"""<h2 id="headroom">Headroom after losing the largest broker</h2>
+<p>{html.escape(headroom_text(planned.headroom))}</p>
+<h2 id="topic-growth">Topics that grew the fleet this week</h2>
+<p>Per topic, bytes gained over the last {WEEK_DAYS:g} days on every broker and volume that
+names it (net of what retention deleted), largest first.</p>
+{topics}
+<h2 id="mechanism-forecast">Volumes filled by their topics</h2>
+<p>Each topic projected at its write rate up to what its retention keeps, the volume's path
+their sum: when it reaches the hard limit, which topics drive it, and which retention would
+prevent it (hoursToFull in hours, empty when not within the horizon).</p>
+{mechanism}"""
+
+
 def render(data: ReportData) -> str:
     at = html.escape(format_instant(data.at))
     summary = data.summary
@@ -164,6 +191,7 @@ now; {summary["volumesForecastToFill"]} forecast to fill within
 {_usage_figures(data)}
 {_threshold_section(data)}
 {_incident_section(data)}
+{_planning_section(data.planning)}
 {_growth_section(data)}
 {_quality_section(data)}
 <h2>Balance (JBOD skew)</h2>

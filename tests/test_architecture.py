@@ -67,6 +67,15 @@ PURE_MODULES = (
     "spark_history/robust_trend",
     "spark_history/backtest_bands",
     "spark_history/envelope_forecast",
+    *(
+        f"spark_history/mechanism/{path.stem}"
+        for path in (REPOSITORY / "spark_history" / "mechanism").glob("[a-z]*.py")
+    ),
+    "spark_history/usage_documents",
+    "spark_history/mechanism_frame",
+    "spark_history/fleet_planning",
+    "spark_history/decision_replay",
+    "spark_history/prometheus",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""
 

@@ -1,0 +1,155 @@
+"""One volume's usage rows (a pandas frame) to its mechanism forecast row (pure: no Spark).
+
+``spark_history.usage_forecast`` runs :func:`mechanism_group` per volume with
+``applyInPandas``; the frame holds the volume's ``topic`` and ``other`` rows of the usage
+dataset in the lookback window, each ``topic`` row joined with its topic's newest ``config``
+row (null columns when none was read) and every row with the volume's newest snapshot
+(``capacity``, ``consumed``, ``hardThresholdBytes``). Durations are counted in buckets of
+``bucket_seconds`` as the envelope forecast counts them (``--history-bucket``), so
+``hoursToFull`` reads like the forecast's.
+
+A volume's data never stops the job: a failure is the row's ``reason``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from spark_history.mechanism.projection import (
+    MechanismForecast,
+    TopicHistory,
+    VolumeHistory,
+    project_volume,
+)
+from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, OTHER, TOPIC
+
+MECHANISM_SCHEMA = (
+    "brokerId int, volumeName string, capacity long, consumed long, limitBytes double, "
+    "hoursToFull double, drivers string, prevention string, topics int, "
+    "unknownConfigs string, surveys int, lastSurveyAt timestamp, reason string"
+)
+"""The mechanism forecast table, one row per volume (Spark DDL; the CSV has the same columns)."""
+
+MECHANISM_COLUMNS: tuple[str, ...] = tuple(
+    part.strip().split(" ")[0] for part in MECHANISM_SCHEMA.split(",")
+)
+
+MAX_LISTED = 5
+"""Drivers and preventions listed per volume."""
+_MAX_REASON = 300
+
+
+def _seconds(frame: pd.DataFrame, at: pd.Timestamp) -> np.ndarray:
+    return (
+        (pd.to_datetime(frame["surveyedAt"], utc=True) - at).dt.total_seconds().to_numpy()
+    ).astype(np.float64)
+
+
+def _config(row: pd.Series) -> dict[str, object] | None:
+    if pd.isna(row.get("configReadAt")):
+        return None
+    values: dict[str, object] = {}
+    for name in CONFIG_VALUE_COLUMNS:
+        value = row.get(name)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        values[name] = value.item() if hasattr(value, "item") else value
+    return values
+
+
+def volume_history(frame: pd.DataFrame, at: pd.Timestamp) -> VolumeHistory:
+    """The pure projection's input from one volume's joined usage rows."""
+    latest_survey = frame["surveyedAt"].max()
+    topics_rows = frame[frame["kind"] == TOPIC].sort_values("surveyedAt")
+    topics: list[TopicHistory] = []
+    for name, rows in topics_rows.groupby("topic", sort=True):
+        newest = rows.iloc[-1]
+        if newest["surveyedAt"] != latest_survey:
+            continue  # not in the latest survey: left the top N, or deleted
+        topics.append(
+            TopicHistory(
+                topic=str(name),
+                seconds=_seconds(rows, at),
+                bytes=rows["bytes"].to_numpy(dtype=np.float64),
+                transient_bytes=rows["transientBytes"].fillna(0).to_numpy(dtype=np.float64),
+                partitions=int(newest["partitions"]),
+                active_segment_bytes=int(newest["activeSegmentBytes"]),
+                config=_config(newest),
+            )
+        )
+    rest = frame[frame["kind"] == OTHER].sort_values("surveyedAt")
+    latest = frame.sort_values("surveyedAt").iloc[-1]
+    return VolumeHistory(
+        capacity=float(latest["capacity"]),
+        consumed=float(latest["consumed"]),
+        hard_threshold_bytes=float(latest["hardThresholdBytes"]),
+        topics=topics,
+        rest_seconds=_seconds(rest, at),
+        rest_bytes=(rest["bytes"] + rest["unattributedBytes"].fillna(0)).to_numpy(dtype=np.float64),
+    )
+
+
+def _bytes(value: float) -> str:
+    return f"{value / 1e9:.1f} GB"
+
+
+def describe_drivers(forecast: MechanismForecast) -> str:
+    return "; ".join(
+        f"{driver.topic} +{_bytes(driver.growth_bytes)}, {driver.detail}"
+        for driver in forecast.drivers[:MAX_LISTED]
+    )
+
+
+def describe_prevention(forecast: MechanismForecast) -> str:
+    if forecast.fill_seconds is None:
+        return ""
+    if not forecast.preventions:
+        return "no single topic's retention keeps the volume under the limit"
+    return "; ".join(
+        f"{prevention.describe()} keeps the volume under the limit"
+        for prevention in forecast.preventions[: 2 * MAX_LISTED]
+    )
+
+
+def mechanism_group(
+    frame: pd.DataFrame, at: pd.Timestamp, horizon_hours: float, bucket_seconds: float
+) -> pd.DataFrame:
+    """The mechanism forecast row of the one volume whose rows are ``frame``."""
+    latest = frame.sort_values("surveyedAt").iloc[-1]
+    row: dict[str, Any] = {
+        "brokerId": int(latest["brokerId"]),
+        "volumeName": str(latest["volumeName"]),
+        "surveys": int(frame["surveyedAt"].nunique()),
+        "lastSurveyAt": pd.Timestamp(latest["surveyedAt"]),
+    }
+    try:
+        if pd.isna(latest["capacity"]):
+            row["reason"] = "no snapshot of the volume in the lookback window"
+        else:
+            row.update(_forecast_fields(frame, at, horizon_hours, bucket_seconds))
+    except Exception as error:  # one volume's data must not stop the job
+        row["reason"] = f"{type(error).__name__}: {error}"[:_MAX_REASON]
+    return pd.DataFrame([{column: row.get(column) for column in MECHANISM_COLUMNS}])
+
+
+def _forecast_fields(
+    frame: pd.DataFrame, at: pd.Timestamp, horizon_hours: float, bucket_seconds: float
+) -> dict[str, Any]:
+    volume = volume_history(frame, at)
+    forecast = project_volume(volume, horizon_hours * bucket_seconds)
+    fill = forecast.fill_seconds
+    return {
+        "capacity": int(volume.capacity),
+        "consumed": int(volume.consumed),
+        "limitBytes": forecast.limit_bytes,
+        "hoursToFull": math.nan if fill is None else fill / bucket_seconds,
+        "drivers": describe_drivers(forecast),
+        "prevention": describe_prevention(forecast),
+        "topics": len(volume.topics),
+        "unknownConfigs": ",".join(forecast.unknown_configs),
+        "reason": None,
+    }

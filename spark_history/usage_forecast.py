@@ -1,0 +1,97 @@
+"""The mechanism forecast on Spark: per volume, from the usage dataset and the snapshots.
+
+For an origin ``at`` and the forecast's lookback: the ``topic`` and ``other`` rows of the usage
+dataset in the window, each topic joined with its newest ``config`` row read at or before
+``at`` (configs are cluster-wide: whichever broker published them), and each volume with its
+newest snapshot in the window (capacity, consumed, the hard threshold). One
+``applyInPandas`` call per volume runs the pure projection (``spark_history.mechanism``, via
+``spark_history.mechanism_frame``). Only volumes with usage rows in the window get a row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+from spark_history.broker_samples import window_rows
+from spark_history.envelope_forecast import ForecastParams
+from spark_history.mechanism_frame import MECHANISM_SCHEMA, mechanism_group
+from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
+
+
+def load_usage(session: SparkSession, uri: str) -> DataFrame:
+    """The usage dataset written by ``history ingest --usage-output``."""
+    return session.read.parquet(uri)
+
+
+def _usage_window(usage: DataFrame, at: datetime, lookback_seconds: float) -> DataFrame:
+    start = at - timedelta(seconds=lookback_seconds)
+    window = usage.where((F.col("surveyedAt") <= F.lit(at)) & (F.col("surveyedAt") > F.lit(start)))
+    if "date" in usage.columns:
+        window = window.where(
+            F.col("date").between(
+                F.lit(start.astimezone(UTC).date()), F.lit(at.astimezone(UTC).date())
+            )
+        )
+    return window
+
+
+def newest_configs(usage: DataFrame, at: datetime) -> DataFrame:
+    """Per topic, the values of its newest ``config`` row read at or before ``at``."""
+    configs = usage.where((F.col("kind") == CONFIG) & (F.col("configReadAt") <= F.lit(at)))
+    values = F.struct(*CONFIG_VALUE_COLUMNS)
+    newest = configs.groupBy("topic").agg(
+        F.max("configReadAt").alias("configReadAt"),
+        F.max_by(values, "configReadAt").alias("values"),
+    )
+    return newest.select("topic", "configReadAt", "values.*")
+
+
+def newest_snapshots(snapshots: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
+    """Per volume, capacity, consumed and the hard threshold of its newest snapshot."""
+    window = window_rows(snapshots, at, lookback_hours)
+    return window.groupBy("brokerId", "volumeName").agg(
+        F.max_by("capacity", "snapshotAt").alias("capacity"),
+        F.max_by("consumed", "snapshotAt").alias("consumed"),
+        F.max_by("hardThresholdBytes", "snapshotAt").alias("hardThresholdBytes"),
+    )
+
+
+def mechanism_volumes(
+    usage: DataFrame, snapshots: DataFrame, at: datetime, params: ForecastParams | None = None
+) -> DataFrame:
+    """One mechanism forecast row per volume with usage rows in the lookback window before
+    ``at`` (``spark_history.mechanism_frame.MECHANISM_SCHEMA``)."""
+    params = params or ForecastParams()
+    lookback_seconds = params.lookback_hours * params.bucket_seconds
+    horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
+    volumes = _usage_window(usage, at, lookback_seconds).where(F.col("kind").isin(TOPIC, OTHER))
+    volumes = volumes.drop("date", "configReadAt", *CONFIG_VALUE_COLUMNS)
+    joined = volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left").join(
+        newest_snapshots(snapshots, at, lookback_seconds / 3600.0),
+        ["brokerId", "volumeName"],
+        "left",
+    )
+    origin = pd.Timestamp(at).tz_convert("UTC")
+
+    def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
+        return mechanism_group(frame, origin, horizon_hours, bucket_seconds)
+
+    return joined.groupBy("brokerId", "volumeName").applyInPandas(per_volume, MECHANISM_SCHEMA)
+
+
+def topic_series(usage: DataFrame, at: datetime, days: float = 7.0) -> pd.DataFrame:
+    """Per (broker, volume, topic) named in the ``days`` before ``at``: its bytes at its first
+    and at its last survey there (``spark_history.fleet_planning.topic_growth`` sums them)."""
+    window = _usage_window(usage, at, days * 86400.0).where(F.col("kind") == TOPIC)
+    return (
+        window.groupBy("brokerId", "volumeName", "topic")
+        .agg(
+            F.min_by("bytes", "surveyedAt").alias("firstBytes"),
+            F.max_by("bytes", "surveyedAt").alias("lastBytes"),
+        )
+        .toPandas()
+    )
