@@ -79,7 +79,7 @@ bash tests/real_broker/install-faketime.sh >/dev/null
 echo "== Kafka's own quota tests with the callback installed (alone)"
 quota_status=0
 python3 -m pytest -p no:cacheprovider --durations=5 tests/kafka_quota_suite "$@" || quota_status=$?
-second=(tests/spark tests/demo tests/chart tests/kubernetes tests/pods tests/container
+second=(tests/spark tests/real_history tests/demo tests/chart tests/kubernetes tests/pods tests/container
     tests/systemd tests/strimzi tests/supply_chain tests/benchmarks)
 first=()
 for path in tests/*/ tests/test_*.py; do
