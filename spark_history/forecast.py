@@ -51,14 +51,20 @@ def hourly_envelope(
 
 
 def with_retirements(
-    hourly: DataFrame, tombstones: DataFrame | None, at: datetime, bucket_seconds: float = 3600.0
+    hourly: DataFrame,
+    tombstones: DataFrame | None,
+    at: datetime,
+    bucket_seconds: float = 3600.0,
+    lookback_hours: float | None = None,
 ) -> DataFrame:
-    """Add ``retiredHours``: each broker's newest tombstone before ``at`` (buckets from ``at``)."""
+    """Add ``retiredHours``: each broker's newest tombstone before ``at`` (buckets from ``at``),
+    within the lookback (``lookback_hours`` buckets: an older one precedes every sample)."""
     if tombstones is None:
         return hourly.withColumn("retiredHours", F.lit(None).cast("double"))
     offset = bucket_offset(at, bucket_seconds)
+    window = None if lookback_hours is None else lookback_hours * bucket_seconds / 3600.0
     latest = (
-        tombstones.where(F.col("snapshotAt") <= F.lit(at))
+        window_rows(tombstones, at, window)
         .groupBy("brokerId")
         .agg(F.max(offset).alias("retiredHours"))
     )
@@ -82,6 +88,7 @@ def forecast_volumes(
         tombstones,
         at,
         params.bucket_seconds,
+        params.lookback_hours,
     )
 
     def volume_samples(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """The report's whole-fleet analyses read only the date partitions of their window: the newest
-snapshot per volume (balance), the limits in force, and the brokers' tombstones. A dataset whose
+snapshot per volume (balance), the limits in force, the brokers' tombstones (the replay's and
+the forecast's). A dataset whose
 old partitions cannot be read proves it: pruned, they are never opened; unpruned, Spark fails
 on them."""
 
@@ -15,6 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_history.balance import balance
 from spark_history.broker_samples import tombstone_times
+from spark_history.forecast import forecast_volumes
+from spark_history.forecast_types import ForecastParams
 from spark_history.snapshot_rows import tombstone_rows
 from spark_history.thresholds import limits_in_force
 
@@ -61,6 +64,7 @@ def test_the_fleet_wide_analyses_never_open_a_day_outside_their_window(
     in_force = limits_in_force(volumes, AT, LOOKBACK_HOURS)
     assert in_force.volumes == 4
     assert set(tombstone_times(tombstones, AT, LOOKBACK_HOURS)) == {0}
+    assert len(forecast_volumes(volumes, AT, ForecastParams(), tombstones).toPandas()) == 4
     # Without the window every day is read, the broken one too: the check above can fail.
     with pytest.raises(Exception, match=r"(?i)parquet"):
         limits_in_force(volumes, AT, None)
