@@ -116,16 +116,29 @@ def run_ingest(
     stream: TextIO = sys.stderr,
 ) -> IngestCounts:
     """Append every message not yet ingested to ``output``; returns the counts of this run."""
+    messages = spread_messages(session, source)
+    classified = classify_messages(messages, check_key=isinstance(source, KafkaSource))
+    observed = classified.observe(MESSAGE_METRICS, *rejection_metrics())
+    return append_dated_rows(session, volume_rows(observed), checkpoint, output, stream)
+
+
+def spread_messages(session: SparkSession, source: KafkaSource | JsonlSource) -> DataFrame:
+    """The source's raw messages (key, value, ...) spread over every core: a topic often has
+    one partition and a JSONL file is read as one split, and the parse that follows is the
+    expensive part."""
     if isinstance(source, KafkaSource):
         messages = kafka_messages(session, source)
     else:
         messages = jsonl_messages(session, source)
-    # A snapshot topic often has one partition and a JSONL file is read as one split: spread
-    # the raw messages over every core before the expensive parse and validation.
-    messages = messages.repartition(max(2, session.sparkContext.defaultParallelism))
-    classified = classify_messages(messages, check_key=isinstance(source, KafkaSource))
-    observed = classified.observe(MESSAGE_METRICS, *rejection_metrics())
-    rows = volume_rows(observed).observe(ROW_METRICS, F.count(F.lit(1)).alias("rows"))
+    return messages.repartition(max(2, session.sparkContext.defaultParallelism))
+
+
+def append_dated_rows(
+    session: SparkSession, rows: DataFrame, checkpoint: str, output: str, stream: TextIO
+) -> IngestCounts:
+    """Write ``rows`` (partitioned by ``date``; observed under ``MESSAGE_METRICS`` upstream)
+    to ``output`` exactly once, through the checkpoint; the counts of this run."""
+    rows = rows.observe(ROW_METRICS, F.count(F.lit(1)).alias("rows"))
     # Small files: without this every task writes a file into every date it saw, so an hourly
     # run on a cluster adds (tasks x dates) files. Shuffled by date, a run adds one file per
     # date partition it touches: 24 hourly runs leave 24 files in a day's partition.

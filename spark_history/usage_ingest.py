@@ -22,15 +22,11 @@ from pyspark.sql import types as T  # noqa: N812 - Spark's convention
 
 from spark_history.ingest import (
     MESSAGE_METRICS,
-    PROGRESS_POLL_SECONDS,
-    ROW_METRICS,
     IngestCounts,
     JsonlSource,
     KafkaSource,
-    _add_progress,
-    _show_progress,
-    jsonl_messages,
-    kafka_messages,
+    append_dated_rows,
+    spread_messages,
 )
 from spark_history.usage_documents import (
     USAGE_REJECTION_LABELS,
@@ -127,33 +123,10 @@ def run_usage_ingest(
     stream: TextIO = sys.stderr,
 ) -> IngestCounts:
     """Append every usage message not yet ingested to ``output``; the counts of this run."""
-    if isinstance(source, KafkaSource):
-        messages = kafka_messages(session, source)
-    else:
-        messages = jsonl_messages(session, source)
-    messages = messages.repartition(max(2, session.sparkContext.defaultParallelism))
+    messages = spread_messages(session, source)
     judged = judge_messages(messages, check_key=isinstance(source, KafkaSource))
     observed = judged.observe(MESSAGE_METRICS, *usage_rejection_metrics())
-    rows = usage_dataset_rows(observed).observe(ROW_METRICS, F.count(F.lit(1)).alias("rows"))
-    rows = rows.repartition(F.col("date"))
-    session.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
-    query = (
-        rows.writeStream.format("parquet")
-        .option("checkpointLocation", checkpoint)
-        .option("path", output)
-        .partitionBy("date")
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    shown = -1
-    while not query.awaitTermination(PROGRESS_POLL_SECONDS):
-        shown = _show_progress(query.lastProgress, shown, stream)
-    _show_progress(query.lastProgress, shown, stream)
-    counts = IngestCounts()
-    for progress in query.recentProgress:
-        _add_progress(counts, progress.observedMetrics)
-    return counts
+    return append_dated_rows(session, usage_dataset_rows(observed), checkpoint, output, stream)
 
 
 def describe_usage_counts(counts: IngestCounts) -> str:
