@@ -33,8 +33,8 @@ import pandas as pd
 
 from benchmarks.machine import describe_machine
 from spark_history import synthetic
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.predict_linear import BASELINE_WINDOW_HOURS, FloatArray, predict_linear_hours
+from spark_history.trend_forecast import ForecastParams
 
 
 @dataclass

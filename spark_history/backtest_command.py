@@ -34,7 +34,7 @@ fills to is its capacity minus its hard limit (the snapshots' hardThresholdBytes
 Forecasters, in the same run:
   linear-6h, linear-72h  Prometheus predict_linear: a least-squares line over the last 6 h
                          (node_exporter's alert) or 72 h, extrapolated from the origin
-  forecast               the history job's forecast (spark_history.envelope_forecast), its
+  forecast               the history job's forecast (spark_history.trend_forecast), its
                          default parameters but --horizon-days, with its calibrated band:
                          split conformal on the level errors of the same forecast at the
                          origins of the other half of the volumes (volumes alternate

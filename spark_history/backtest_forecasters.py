@@ -20,8 +20,8 @@ from spark_history.backtest import (
     origins_of,
 )
 from spark_history.backtest_bands import Calibration, Sample, crossing_band
-from spark_history.envelope_forecast import fitted_line, trend_of
 from spark_history.forecast_types import ForecastParams
+from spark_history.trend_forecast import fitted_line, trend_of
 
 
 def predict_linear_forecaster(window_hours: float) -> Forecaster:
@@ -50,7 +50,7 @@ def predict_linear_forecaster(window_hours: float) -> Forecaster:
 def forecast_forecaster(
     params: ForecastParams, calibration: Calibration | None = None, name: str = "forecast"
 ) -> Forecaster:
-    """The history job's forecast (``envelope_forecast``) to the limit: its trend line, its
+    """The history job's forecast (``trend_forecast``) to the limit: its trend line, its
     fill time and, with ``calibration``, its calibrated band."""
 
     def predict(history: History) -> Prediction:

@@ -20,9 +20,9 @@ from volume_quota.arguments import iso_instant
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from spark_history.envelope_forecast import ForecastParams
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
+    from spark_history.trend_forecast import ForecastParams
 
 
 def run_ingest(arguments: argparse.Namespace) -> int:
@@ -276,8 +276,8 @@ def run_report(arguments: argparse.Namespace) -> int:
 
 
 def _forecast_params(arguments: argparse.Namespace) -> ForecastParams:
-    from spark_history.envelope_forecast import ForecastParams
     from spark_history.history_settings import load_history as load_settings
+    from spark_history.trend_forecast import ForecastParams
 
     return ForecastParams(
         lookback_hours=arguments.lookback_days * 24.0,

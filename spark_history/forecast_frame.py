@@ -25,7 +25,7 @@ import pandas as pd
 from spark_history.backtest import BacktestConfig, BucketSeries
 from spark_history.backtest_bands import Calibration, Sample
 from spark_history.backtest_forecasters import calibration_samples, forecast_forecaster
-from spark_history.envelope_forecast import (
+from spark_history.trend_forecast import (
     ForecastParams,
     Trend,
     VolumeForecast,

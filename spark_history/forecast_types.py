@@ -1,7 +1,7 @@
 """The forecast's vocabulary: its parameters, the trends it names and its result.
 
-Pure data, shared by the forecast (``envelope_forecast``), its calibrated band
-(``backtest_bands``) and the backtest; ``envelope_forecast`` re-exports all of it.
+Pure data, shared by the forecast (``trend_forecast``), its calibrated band
+(``backtest_bands``) and the backtest; ``trend_forecast`` re-exports all of it.
 """
 
 from __future__ import annotations

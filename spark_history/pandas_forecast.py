@@ -11,7 +11,6 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast_frame import (
     CALIBRATION_COLUMNS,
     FORECAST_COLUMNS,
@@ -19,6 +18,7 @@ from spark_history.forecast_frame import (
     calibration_of,
     forecast_group,
 )
+from spark_history.trend_forecast import ForecastParams
 
 
 def hourly_envelope_pandas(

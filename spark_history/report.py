@@ -30,7 +30,6 @@ from spark_history.clock_skew import (
     with_clock_skew,
 )
 from spark_history.data_quality import broker_quality, quality_sentence
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.forecast import forecast_volumes
 from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
@@ -38,6 +37,7 @@ from spark_history.report_html import ReportData, render
 from spark_history.report_planning import planning, planning_summary
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
+from spark_history.trend_forecast import ForecastParams
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
 
 REPORT_FILE = "report.html"

@@ -17,7 +17,6 @@ from datetime import datetime
 import pandas as pd
 
 from schemas.wire_types import format_instant
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.report_planning import WEEK_DAYS, Planning, headroom_text
 from spark_history.report_plots import (
     balance_png,
@@ -27,6 +26,7 @@ from spark_history.report_plots import (
     weekly_growth_png,
 )
 from spark_history.thresholds import TuningParams
+from spark_history.trend_forecast import ForecastParams
 from spark_history.weekly_growth import growth_pivot
 
 _STYLE = """

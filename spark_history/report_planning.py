@@ -12,9 +12,9 @@ from datetime import datetime
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.fleet_planning import Headroom, headroom_after_losing_largest, topic_growth
 from spark_history.mechanism_frame import MECHANISM_COLUMNS
+from spark_history.trend_forecast import ForecastParams
 from spark_history.usage_forecast import mechanism_volumes, newest_snapshots, topic_series
 
 TOP_TOPICS = 10

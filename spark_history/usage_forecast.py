@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import window_rows
-from spark_history.envelope_forecast import ForecastParams
 from spark_history.mechanism_frame import MECHANISM_SCHEMA, mechanism_group
+from spark_history.trend_forecast import ForecastParams
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 

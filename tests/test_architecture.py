@@ -66,7 +66,7 @@ PURE_MODULES = (
     "spark_history/forecast_types",
     "spark_history/robust_trend",
     "spark_history/backtest_bands",
-    "spark_history/envelope_forecast",
+    "spark_history/trend_forecast",
     *(
         f"spark_history/mechanism/{path.stem}"
         for path in (REPOSITORY / "spark_history" / "mechanism").glob("[a-z]*.py")

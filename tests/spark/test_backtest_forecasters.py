@@ -17,8 +17,8 @@ from spark_history.backtest_forecasters import (
     forecast_forecaster,
     forecast_params,
 )
-from spark_history.envelope_forecast import forecast_hourly
 from spark_history.forecast_types import ForecastParams
+from spark_history.trend_forecast import forecast_hourly
 from tests.spark.test_backtest import GIB, line_series
 
 pytestmark = pytest.mark.spark

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from spark_history.backtest_bands import Calibration, Sample
-from spark_history.envelope_forecast import (
+from spark_history.robust_trend import theil_sen, trend_line
+from spark_history.trend_forecast import (
     ForecastParams,
     Trend,
     forecast_hourly,
     hourly_means,
 )
-from spark_history.robust_trend import theil_sen, trend_line
 
 pytestmark = pytest.mark.spark
 
