@@ -40,6 +40,7 @@ from local_cluster import (
     subject_of,
     topic_config,
 )
+from local_cluster.acls import create_acls
 from publisher.signing import SnapshotSigner
 from schemas.override import DEFAULT_OVERRIDE_TOPIC, OVERRIDE_KEY
 from tests.snapshot_factory import snapshot_line, volume
@@ -76,8 +77,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
             AclOperation.DESCRIBE,
             AclOperation.DESCRIBE_CONFIGS,
         )
-        for future in admin.create_acls(operator).values():
-            future.result(30)
+        create_acls(started, operator)
         # The attacker: a principal that was granted (or stole) WRITE and READ on the topic.
         issue_client(
             started,

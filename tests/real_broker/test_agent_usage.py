@@ -22,14 +22,13 @@ import pytest
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
-    AdminClient,
     ResourceType,
 )
 from cryptography import x509
 
 from consumer.signatures import SignatureTrust, check_signature
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow
-from local_cluster.acls import USAGE_TOPIC
+from local_cluster.acls import USAGE_TOPIC, create_acls
 from publisher.topic_usage import summarize_volumes
 from publisher.topic_usage_walk import walk_volumes
 from publisher.volumes import Volume
@@ -69,9 +68,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
             + allow_agent(ResourceType.GROUP, "volume-quota-consumer", ops.READ)
             + allow_agent(ResourceType.BROKER, "kafka-cluster", ops.DESCRIBE)
         )
-        admin = AdminClient(started.client_config("admin"))
-        for future in admin.create_acls(bindings).values():
-            future.result(30)
+        create_acls(started, bindings)
         config = started.client_config("admin")
         create_topic(config, FAST, partitions=3, replication=BROKERS)
         create_topic(config, SLOW, partitions=1, replication=BROKERS)

@@ -28,6 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from consumer.decision_topic import DecisionTopicWriter
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, allow
+from local_cluster.acls import create_acls
 from schemas.decision import QuotaDecision, QuotaState
 from tests.support import HOST_DISK_LIMITS, REPOSITORY, wait_for
 
@@ -79,9 +80,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
             + allow_agent(ResourceType.GROUP, GROUP, operations.READ)
             + allow_agent(ResourceType.BROKER, "kafka-cluster", operations.DESCRIBE)
         )
-        admin = AdminClient(started.client_config("admin"))
-        for future in admin.create_acls(bindings).values():
-            future.result(30)
+        create_acls(started, bindings)
         yield started
 
 
@@ -180,8 +179,7 @@ def test_a_decisions_topic_with_several_partitions_is_refused_at_start(
         AclOperation.DESCRIBE,
         AclOperation.DESCRIBE_CONFIGS,
     )
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
+    create_acls(cluster, bindings)
     result = subprocess.run(
         agent_command(cluster, f"--decisions-topic={topic}"),
         capture_output=True,

@@ -28,6 +28,7 @@ from local_cluster import (
     grant_volume_quota_acls,
     issue_client,
 )
+from local_cluster.acls import create_acls
 from schemas.override import DEFAULT_OVERRIDE_TOPIC
 from tests.snapshot_factory import snapshot_line, volume
 from tests.support import wait_for
@@ -64,8 +65,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
             AclOperation.READ,
             AclOperation.DESCRIBE,
         )
-        for future in admin.create_acls(bindings).values():
-            future.result(30)
+        create_acls(started, bindings)
         # Broker 0 is under its hard limit: the rule says PAUSE.
         producer = Producer(started.client_config("publisher"))
         value = snapshot_line(broker_id=0, volumes=[volume("v", 1000, 990)], at=datetime.now(UTC))

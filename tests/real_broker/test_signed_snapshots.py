@@ -30,6 +30,7 @@ from local_cluster import (
     grant_volume_quota_acls,
     subject_of,
 )
+from local_cluster.acls import create_acls
 from tests.conftest import CliResult
 from tests.snapshot_factory import snapshot_line, volume
 from tests.support import wait_for
@@ -59,8 +60,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
                 AclOperation.WRITE,
                 AclOperation.DESCRIBE,
             )
-        for future in admin.create_acls(bindings).values():
-            future.result(30)
+        create_acls(started, bindings)
         yield started
 
 
@@ -154,8 +154,7 @@ def test_a_ca_added_to_the_bundle_is_trusted_for_signatures_without_a_restart(
     bindings = allow(
         ResourceType.TOPIC, topic, "User:kafka-0", AclOperation.WRITE, AclOperation.DESCRIBE
     ) + allow(ResourceType.TOPIC, topic, "User:consumer", AclOperation.READ, AclOperation.DESCRIBE)
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
+    create_acls(cluster, bindings)
     files = cluster.identity_files("consumer")
     bundle = tmp_path / "ca-bundle.pem"
     bundle.write_bytes(files.ca.read_bytes())
@@ -216,8 +215,7 @@ def test_signers_are_checked_against_the_signature_ca_file_alone(
     bindings = allow(
         ResourceType.TOPIC, topic, "User:kafka-0", AclOperation.WRITE, AclOperation.DESCRIBE
     ) + allow(ResourceType.TOPIC, topic, "User:consumer", AclOperation.READ, AclOperation.DESCRIBE)
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
+    create_acls(cluster, bindings)
     files = cluster.identity_files("consumer")
     signers_ca = cluster.pki.directory / "rogue-ca" / "ca.pem"
     signature_bundle = tmp_path / "signers-ca.pem"

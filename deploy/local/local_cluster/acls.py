@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
 # confluent-kafka re-exports these publicly but without __all__, so mypy --strict cannot tell.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -15,6 +17,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from local_cluster.broker_config import LOOPBACK
 from local_cluster.cluster import LocalKafkaCluster
 from local_cluster.errors import LocalClusterError
 from local_cluster.probe import CLIENT_LOG
@@ -99,10 +102,17 @@ def grant_volume_quota_acls(
 
 
 def create_acls(cluster: LocalKafkaCluster, bindings: Iterable[AclBinding]) -> None:
-    """Create ACL bindings as the admin identity and wait for the brokers to confirm."""
+    """Create ACL bindings as the admin identity and wait until every running broker has them.
+
+    CreateAcls answers once the controller has committed the bindings; each broker's authorizer
+    applies them when it replays the metadata log, a moment later. A client that writes right
+    after the answer can be refused by a broker that has not caught up (seen on a loaded host),
+    so this returns only when every running broker lists them in DescribeAcls.
+    """
+    wanted = list(bindings)
     config: dict[str, Any] = {**cluster.client_config("admin"), "logger": CLIENT_LOG}
     admin = AdminClient(config)
-    futures = admin.create_acls(list(bindings), request_timeout=_ACL_TIMEOUT_S)
+    futures = admin.create_acls(wanted, request_timeout=_ACL_TIMEOUT_S)
     errors = []
     for binding, future in futures.items():
         try:
@@ -111,6 +121,49 @@ def create_acls(cluster: LocalKafkaCluster, bindings: Iterable[AclBinding]) -> N
             errors.append(f"{binding}: {exc}")
     if errors:
         raise LocalClusterError("creating ACLs failed: " + "; ".join(errors))
+    for index in range(cluster.broker_count):
+        if cluster.is_running(index):
+            _wait_until_listed(cluster, index, wanted)
+
+
+def _wait_until_listed(cluster: LocalKafkaCluster, index: int, wanted: list[AclBinding]) -> None:
+    """Poll broker ``index`` (the only address its admin client knows at first, so librdkafka
+    asks it) until its DescribeAcls lists every binding of ``wanted``."""
+    address = f"{LOOPBACK}:{cluster.broker_ports(index).client}"
+    config: dict[str, Any] = {
+        **cluster.client_config("admin", bootstrap=address),
+        "logger": CLIENT_LOG,
+    }
+    admin = AdminClient(config)
+    deadline = time.monotonic() + _ACL_TIMEOUT_S
+    missing = list(wanted)
+    while True:
+        missing = [binding for binding in missing if not _listed(admin, binding)]
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            raise LocalClusterError(
+                f"broker {index} did not list {len(missing)} new ACL(s) within"
+                f" {_ACL_TIMEOUT_S:.0f}s, e.g. {missing[0]}"
+            )
+        time.sleep(0.1)
+
+
+def _listed(admin: AdminClient, binding: AclBinding) -> bool:
+    exactly = AclBindingFilter(
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
+    try:
+        found = admin.describe_acls(exactly, request_timeout=_ACL_TIMEOUT_S)
+        return bool(found.result(timeout=_ACL_TIMEOUT_S))
+    except Exception:  # a broker not answering yet: the caller asks again until its deadline
+        return False
 
 
 def allow(
