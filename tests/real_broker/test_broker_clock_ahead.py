@@ -221,8 +221,11 @@ def test_2_the_skewed_broker_keeps_producers_open_for_two_validity_periods(
     assert problems == {0: [], 1: [], 2: []}, (
         f"no PAUSE on any broker for {watch_s} s; broker {SKEWED}'s log: {skewed_log.path}"
     )
+    # Kafka throttles by holding responses back, so the deliveries come in bursts about a
+    # quota window (11 s) apart: a 20 s window holds two or three of them and measures the
+    # base rate within about 40 %. Half the base rate is still eight times the PAUSE rate.
     rate = cluster.probe.rate(watch_s - 5)
-    assert rate >= 0.75 * BASE_RATE, (
+    assert rate >= 0.5 * BASE_RATE, (
         f"the producer on broker {SKEWED} at {rate / 1024:.0f} KiB/s, base"
         f" {BASE_RATE / 1024:.0f}: {probe_status([cluster.probe], watched_from)}"
     )
