@@ -69,6 +69,8 @@ class BacktestConfig:
 class History:
     """What a forecaster sees at an origin: the buckets up to it, times relative to it."""
 
+    origin: int
+    """The origin's bucket index (its end is ``origin`` bucket widths on the series' axis)."""
     hours: FloatArray
     """Bucket midpoints (the forecast's convention: ``bucket - 0.5``), all < 0."""
     mean_hours: FloatArray
@@ -94,8 +96,13 @@ class Prediction:
     slope: float
     band: tuple[float, float | None] | None = None
     trend: str | None = None
+    path: Callable[[float], float] | None = None
+    """Used bytes ``h`` hours after the origin when the forecaster's path is not a line (the
+    mechanism forecast's retention bounds); None: the line."""
 
     def used_at(self, hours: float) -> float:
+        if self.path is not None:
+            return self.path(hours)
         return self.intercept + self.slope * hours
 
 
@@ -135,6 +142,7 @@ class BucketSeries:
         last = int(np.flatnonzero(upto)[-1])
         relative = self.index[upto].astype(np.float64) - origin
         return History(
+            origin=origin,
             hours=relative - 0.5,
             mean_hours=self.times()[upto] - origin,
             maxima=self.maxima[upto].copy(),

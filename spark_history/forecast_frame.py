@@ -56,12 +56,18 @@ in hours relative to ``at``;
 
 FORECAST_SCHEMA = (
     "brokerId int, volumeName string, path string, capacity long, consumed long, "
-    "usedPercent double, trend string, reason string, growthBytesPerHour double, "
-    "growthPercentPerDay double, hoursToFull double, hoursToFullLow double, "
-    "hoursToFullHigh double, daysToFull double, levelBytes double, steps int, "
-    "retentionDrops int, hoursOfData double, lastSnapshotAt timestamp"
+    "usedPercent double, method string, trend string, reason string, "
+    "growthBytesPerHour double, growthPercentPerDay double, hoursToFull double, "
+    "hoursToFullLow double, hoursToFullHigh double, daysToFull double, levelBytes double, "
+    "hoursOfData double, lastSnapshotAt timestamp, drivers string, prevention string"
 )
-"""The forecast table, one row per volume (Spark DDL; the CSV has the same columns)."""
+"""The forecast table, one row per volume (Spark DDL; the CSV has the same columns).
+
+``method`` is ``trend`` here; ``forecast_choice.one_forecast`` makes it ``mechanism`` where the
+usage history answers (``drivers`` and ``prevention`` then filled)."""
+
+TREND, MECHANISM = "trend", "mechanism"
+"""The values of ``method``."""
 
 FORECAST_COLUMNS: tuple[str, ...] = tuple(
     part.strip().split(" ")[0] for part in FORECAST_SCHEMA.split(",")
@@ -170,7 +176,7 @@ def _forecast_fields(
         result, reason = _nothing(Trend.RETIRED), retired
     elif capacity > 0 and capacity - consumed <= params.full_free_fraction * capacity:
         result = VolumeForecast(
-            Trend.FULL, math.nan, math.nan, math.nan, float(consumed), 0.0, 0.0, 0.0, 0, 0
+            Trend.FULL, math.nan, math.nan, math.nan, float(consumed), 0.0, 0.0, 0.0
         )
         reason = f"{capacity - consumed} bytes free"
     else:
@@ -211,7 +217,7 @@ def _retired_reason(ordered: pd.DataFrame, params: ForecastParams) -> str | None
 
 def _nothing(trend: Trend) -> VolumeForecast:
     nan = math.nan
-    return VolumeForecast(trend, nan, nan, nan, nan, None, None, None, 0, 0)
+    return VolumeForecast(trend, nan, nan, nan, nan, None, None, None)
 
 
 def _number(value: object) -> float:
@@ -227,6 +233,7 @@ def _result_fields(result: VolumeForecast, capacity: float, consumed: float) -> 
         "capacity": None if math.isnan(capacity) else int(capacity),
         "consumed": None if math.isnan(consumed) else int(consumed),
         "usedPercent": consumed * per_cent,
+        "method": TREND,
         "trend": result.trend.value,
         "growthBytesPerHour": result.slope_per_hour,
         "growthPercentPerDay": 24 * result.slope_per_hour * per_cent,
@@ -235,8 +242,6 @@ def _result_fields(result: VolumeForecast, capacity: float, consumed: float) -> 
         "hoursToFullHigh": _or_nan(result.hours_to_full_high),
         "daysToFull": _or_nan(result.hours_to_full) / 24.0,
         "levelBytes": result.level,
-        "steps": result.steps,
-        "retentionDrops": result.drops,
     }
 
 

@@ -77,8 +77,6 @@ class VolumeForecast:
     hours_to_full: float | None
     hours_to_full_low: float | None
     hours_to_full_high: float | None
-    steps: int
-    drops: int
     band: str | None = None
     """Which band ``hours_to_full_low``/``high`` are (None: no band)."""
 
@@ -90,4 +88,4 @@ def no_fill(
 ) -> VolumeForecast:
     """A forecast without a fill time; ``slope`` = (rate, low, high) when one was fitted."""
     rate, low, high = slope
-    return VolumeForecast(trend, rate, low, high, level, None, None, None, 0, 0)
+    return VolumeForecast(trend, rate, low, high, level, None, None, None)

@@ -5,8 +5,9 @@
 dataset in the lookback window, each ``topic`` row joined with its topic's newest ``config``
 row (null columns when none was read) and every row with the volume's newest snapshot
 (``capacity``, ``consumed``, ``hardThresholdBytes``). Durations are counted in buckets of
-``bucket_seconds`` as the envelope forecast counts them (``--history-bucket``), so
-``hoursToFull`` reads like the forecast's.
+``bucket_seconds`` as the trend forecast counts them (``--history-bucket``).
+``hoursToHardLimit`` is when the volume reaches its hard limit (where the cluster pauses);
+``hoursToCapacity`` when it would be full, the trend forecast's ``hoursToFull``.
 
 A volume's data never stops the job: a failure is the row's ``reason``.
 """
@@ -25,12 +26,13 @@ from spark_history.mechanism.projection import (
     VolumeHistory,
     project_volume,
 )
+from spark_history.mechanism.volume_path import crossing_seconds
 from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 MECHANISM_SCHEMA = (
     "brokerId int, volumeName string, capacity long, consumed long, limitBytes double, "
-    "hoursToFull double, drivers string, prevention string, topics int, "
-    "unknownConfigs string, surveys int, lastSurveyAt timestamp, reason string"
+    "hoursToHardLimit double, hoursToCapacity double, drivers string, prevention string, "
+    "topics int, unknownConfigs string, surveys int, lastSurveyAt timestamp, reason string"
 )
 """The mechanism forecast table, one row per volume (Spark DDL; the CSV has the same columns)."""
 
@@ -116,7 +118,11 @@ def describe_prevention(forecast: MechanismForecast) -> str:
 
 
 def mechanism_group(
-    frame: pd.DataFrame, at: pd.Timestamp, horizon_hours: float, bucket_seconds: float
+    frame: pd.DataFrame,
+    at: pd.Timestamp,
+    horizon_hours: float,
+    bucket_seconds: float,
+    rate_window_hours: float = math.inf,
 ) -> pd.DataFrame:
     """The mechanism forecast row of the one volume whose rows are ``frame``."""
     latest = frame.sort_values("surveyedAt").iloc[-1]
@@ -130,23 +136,32 @@ def mechanism_group(
         if pd.isna(latest["capacity"]):
             row["reason"] = "no snapshot of the volume in the lookback window"
         else:
-            row.update(_forecast_fields(frame, at, horizon_hours, bucket_seconds))
+            row.update(
+                _forecast_fields(frame, at, horizon_hours, bucket_seconds, rate_window_hours)
+            )
     except Exception as error:  # one volume's data must not stop the job
         row["reason"] = f"{type(error).__name__}: {error}"[:_MAX_REASON]
     return pd.DataFrame([{column: row.get(column) for column in MECHANISM_COLUMNS}])
 
 
 def _forecast_fields(
-    frame: pd.DataFrame, at: pd.Timestamp, horizon_hours: float, bucket_seconds: float
+    frame: pd.DataFrame,
+    at: pd.Timestamp,
+    horizon_hours: float,
+    bucket_seconds: float,
+    rate_window_hours: float,
 ) -> dict[str, Any]:
     volume = volume_history(frame, at)
-    forecast = project_volume(volume, horizon_hours * bucket_seconds)
+    horizon_seconds = horizon_hours * bucket_seconds
+    forecast = project_volume(volume, horizon_seconds, rate_window_hours * bucket_seconds)
     fill = forecast.fill_seconds
+    full = crossing_seconds(forecast.path, volume.capacity, horizon_seconds)
     return {
         "capacity": int(volume.capacity),
         "consumed": int(volume.consumed),
         "limitBytes": forecast.limit_bytes,
-        "hoursToFull": math.nan if fill is None else fill / bucket_seconds,
+        "hoursToHardLimit": math.nan if fill is None else fill / bucket_seconds,
+        "hoursToCapacity": math.nan if full is None else full / bucket_seconds,
         "drivers": describe_drivers(forecast),
         "prevention": describe_prevention(forecast),
         "topics": len(volume.topics),

@@ -147,7 +147,7 @@ where a week, or the one before it, has less than a day of snapshots.</p>
 {table(pivot, list(pivot.columns), limit=200)}"""
 
 
-MECHANISM_SHOWN = ["brokerId", "volumeName", "hoursToFull", "drivers", "prevention", "reason"]
+MECHANISM_SHOWN = ["brokerId", "volumeName", "hoursToHardLimit", "drivers", "prevention", "reason"]
 
 
 def _planning_section(planned: Planning) -> str:
@@ -168,7 +168,7 @@ names it (net of what retention deleted), largest first.</p>
 <h2 id="mechanism-forecast">Volumes filled by their topics</h2>
 <p>Each topic projected at its write rate up to what its retention keeps, the volume's path
 their sum: when it reaches the hard limit, which topics drive it, and which retention would
-prevent it (hoursToFull in hours, empty when not within the horizon).</p>
+prevent it (hoursToHardLimit in hours, empty when not within the horizon).</p>
 {mechanism}"""
 
 

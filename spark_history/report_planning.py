@@ -43,7 +43,7 @@ def planning(
     topics = topic_growth(topic_series(usage, at, WEEK_DAYS), TOP_TOPICS)
     mechanism = mechanism_volumes(usage, rows, at, params).toPandas()
     mechanism = mechanism.sort_values(
-        ["hoursToFull", "brokerId", "volumeName"], na_position="last"
+        ["hoursToHardLimit", "brokerId", "volumeName"], na_position="last"
     )[list(MECHANISM_COLUMNS)]
     return Planning(headroom, topics, mechanism)
 

@@ -129,7 +129,7 @@ def forecast_hourly(
         )
     if band is None:
         return VolumeForecast(
-            trend, line.slope, line.low, line.high, line.level, crossing, None, None, 0, 0
+            trend, line.slope, line.low, line.high, line.level, crossing, None, None
         )
     horizons = calibration.horizons(trend.value) if calibration is not None else []
     label = (
@@ -137,5 +137,5 @@ def forecast_hourly(
         f"calibrated to {horizons[-1]:g} h by fleet backtests"
     )
     return VolumeForecast(
-        trend, line.slope, line.low, line.high, line.level, crossing, band[0], band[1], 0, 0, label
+        trend, line.slope, line.low, line.high, line.level, crossing, band[0], band[1], label
     )

@@ -68,6 +68,7 @@ def mechanism_volumes(
     params = params or ForecastParams()
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
+    rate_window_hours = params.fit_hours
     volumes = _usage_window(usage, at, lookback_seconds).where(F.col("kind").isin(TOPIC, OTHER))
     volumes = volumes.drop("date", "configReadAt", *CONFIG_VALUE_COLUMNS)
     joined = volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left").join(
@@ -78,7 +79,7 @@ def mechanism_volumes(
     origin = pd.Timestamp(at).tz_convert("UTC")
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
-        return mechanism_group(frame, origin, horizon_hours, bucket_seconds)
+        return mechanism_group(frame, origin, horizon_hours, bucket_seconds, rate_window_hours)
 
     return joined.groupBy("brokerId", "volumeName").applyInPandas(per_volume, MECHANISM_SCHEMA)
 

@@ -8,6 +8,11 @@ and ``unattributedBytes``), the topics' configs, and the volume's snapshot at th
    at its retention bound (``topic_path``);
 2. the rest (``other`` plus ``unattributedBytes``) grows at the Theil-Sen slope of its own
    series, 0 when that falls;
+
+   both rates read the last ``rate_window_seconds`` of the series only (the history job uses
+   the trend's 72 h window: three daily cycles, and a step in a topic's rate counts fully once
+   it is 72 h old, as it does for the line; over the whole lookback a step up is still half
+   counted days later, and the real-broker backtest missed a fill 6 h ahead for it);
 3. the volume fills when ``consumed now + the growth of every path`` reaches ``capacity - hard
    threshold`` (``volume_path``), within the horizon;
 4. the drivers are the topics that can grow (unbounded, or bounded above their bytes now), by
@@ -17,6 +22,7 @@ and ``unattributedBytes``), the topics' configs, and the volume's snapshot at th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -85,10 +91,12 @@ class MechanismForecast:
     """Topics with no config read (projected unbounded)."""
 
 
-def topic_state(history: TopicHistory) -> TopicState:
-    """The topic at the origin, with its write rate from its own series (bytes outside the
-    transient dirs) and its configs."""
-    rate = ingest_rate(history.seconds, history.bytes - history.transient_bytes)
+def topic_state(history: TopicHistory, rate_window_seconds: float = math.inf) -> TopicState:
+    """The topic at the origin, with its write rate from its own series over the last
+    ``rate_window_seconds`` (bytes outside the transient dirs) and its configs."""
+    recent = history.seconds >= -rate_window_seconds
+    written = history.bytes - history.transient_bytes
+    rate = ingest_rate(history.seconds[recent], written[recent])
     config = None if history.config is None else config_from_values(history.config)
     return TopicState(
         topic=history.topic,
@@ -108,11 +116,15 @@ def rest_rate(seconds: FloatArray, values: FloatArray) -> float:
     return max(theil_sen(seconds, values).slope, 0.0)
 
 
-def project_volume(volume: VolumeHistory, horizon_seconds: float) -> MechanismForecast:
+def project_volume(
+    volume: VolumeHistory, horizon_seconds: float, rate_window_seconds: float = math.inf
+) -> MechanismForecast:
     """The mechanism forecast of ``volume`` (see the module docstring)."""
-    states = {history.topic: topic_state(history) for history in volume.topics}
+    states = {history.topic: topic_state(history, rate_window_seconds) for history in volume.topics}
     paths = tuple(topic_path(state) for state in states.values())
-    path = VolumePath(volume.consumed, paths, rest_rate(volume.rest_seconds, volume.rest_bytes))
+    recent = volume.rest_seconds >= -rate_window_seconds
+    rest = rest_rate(volume.rest_seconds[recent], volume.rest_bytes[recent])
+    path = VolumePath(volume.consumed, paths, rest)
     limit = volume.capacity - volume.hard_threshold_bytes
     fill = crossing_seconds(path, limit, horizon_seconds)
     until = horizon_seconds if fill is None else fill

@@ -94,7 +94,7 @@ def test_the_mechanism_forecast_names_the_unbounded_topic(
     assert len(rows) == 1
     (row,) = rows
     assert (row["brokerId"], row["volumeName"]) == (0, "/dev/a")
-    assert abs(row["hoursToFull"] - EXPECTED_HOURS) < 0.5
+    assert abs(row["hoursToHardLimit"] - EXPECTED_HOURS) < 0.5
     assert row["drivers"].startswith("logs +")
     assert "on logs (now -1) keeps the volume under the limit" in row["prevention"]
     # Before any usage survey there is nothing to forecast from.
@@ -139,7 +139,7 @@ def test_ingest_and_forecast_commands_write_the_mechanism_csv(
     assert (int(row["brokerId"]), row["volumeName"]) == (broker, volume)
     # logs, unbounded at 1 MB/s, is the only topic that grows: it uses the room left.
     room = float(row["limitBytes"]) - float(row["consumed"])
-    assert abs(float(row["hoursToFull"]) - room / 1e6 / 3600) < 0.5
+    assert abs(float(row["hoursToHardLimit"]) - room / 1e6 / 3600) < 0.5
     assert row["drivers"].startswith("logs +")
     assert len(output.read_text().splitlines()) == 3
 
@@ -181,7 +181,7 @@ def test_the_report_names_the_topic_that_grew_the_fleet_and_the_volume_it_fills(
     assert "Topics that grew the fleet this week" in page
     assert "Volumes filled by their topics" in page
     (row,) = list(csv.DictReader((out / "mechanism_forecast.csv").open()))
-    assert abs(float(row["hoursToFull"]) - EXPECTED_HOURS) < 0.5
+    assert abs(float(row["hoursToHardLimit"]) - EXPECTED_HOURS) < 0.5
     # Without the dataset the panels say how to get them.
     plain = tmp_path / "plain"
     assert main([*report[:5], "--output-dir", str(plain), *SPARK]) == 0

@@ -45,7 +45,9 @@ def test_the_unbounded_topic_drives_the_fill_and_its_retention_would_prevent_it(
     assert list(row.columns) == list(MECHANISM_COLUMNS)
     result = row.iloc[0]
     # 900 GB limit - (300 GB + 43.2 GB) at 1 MB/s: 556.8e9 s / 1e6 = 154.67 h.
-    assert abs(result["hoursToFull"] - 556.8e9 / 1e6 / 3600) < 0.5
+    assert abs(result["hoursToHardLimit"] - 556.8e9 / 1e6 / 3600) < 0.5
+    # Full (1000 GB) 100 GB later: 656.8e9 s / 1e6 = 182.44 h.
+    assert abs(result["hoursToCapacity"] - 656.8e9 / 1e6 / 3600) < 0.5
     assert result["drivers"].startswith("logs +")
     assert "capped" not in result["drivers"]
     assert "retention.ms=" in result["prevention"]
@@ -58,9 +60,10 @@ def test_the_unbounded_topic_drives_the_fill_and_its_retention_would_prevent_it(
 
 def test_hours_count_buckets_of_the_history_bucket() -> None:
     frame = _joined_frame()
-    hours = mechanism_group(frame, pd.Timestamp(AT), 60 * 24.0, 3600).iloc[0]["hoursToFull"]
-    minutes = mechanism_group(frame, pd.Timestamp(AT), 60 * 24 * 60.0, 60).iloc[0]["hoursToFull"]
-    assert abs(minutes - 60 * hours) < 1e-6 * minutes
+    hours = mechanism_group(frame, pd.Timestamp(AT), 60 * 24.0, 3600).iloc[0]
+    minutes = mechanism_group(frame, pd.Timestamp(AT), 60 * 24 * 60.0, 60).iloc[0]
+    for column in ("hoursToHardLimit", "hoursToCapacity"):
+        assert abs(minutes[column] - 60 * hours[column]) < 1e-6 * minutes[column]
 
 
 def test_a_volume_without_a_snapshot_says_so() -> None:
@@ -68,4 +71,4 @@ def test_a_volume_without_a_snapshot_says_so() -> None:
     frame["capacity"] = float("nan")
     result = mechanism_group(frame, pd.Timestamp(AT), 60 * 24.0, 3600).iloc[0]
     assert result["reason"] == "no snapshot of the volume in the lookback window"
-    assert pd.isna(result["hoursToFull"])
+    assert pd.isna(result["hoursToHardLimit"])

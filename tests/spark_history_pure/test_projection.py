@@ -182,3 +182,25 @@ def test_a_time_bound_is_the_write_rate_times_the_retention_plus_a_segment_each(
     logs = _climbing("logs", 0.0, 1e5, _values(retentionMs=7 * 86_400_000))
     forecast = project_volume(_volume(logs), 30 * DAY)
     assert forecast.path.topics[0].bound == 7 * 86_400 * 1e5 + 2 * 100_000_000
+
+
+def test_a_rate_step_counts_fully_once_the_rate_window_holds_only_the_new_rate() -> None:
+    # 0.5 MB/s until 24 h before the origin, 1 MB/s since: a 12 h window reads 1 MB/s (room of
+    # 400 GB lasts 400000 s); the whole 48 h reads a rate in between, and fills later.
+    rate = np.where(SURVEYS < -24 * HOUR, 0.5e6, 1e6)
+    steps = np.concatenate(([0.0], np.diff(SURVEYS) * rate[1:]))
+    logs = TopicHistory(
+        topic="logs",
+        seconds=SURVEYS,
+        bytes=100 * GB + np.cumsum(steps),
+        transient_bytes=np.zeros(SURVEYS.shape),
+        partitions=2,
+        active_segment_bytes=0,
+        config=_values(),
+    )
+    recent = project_volume(_volume(logs), 30 * DAY, rate_window_seconds=12 * HOUR)
+    whole = project_volume(_volume(logs), 30 * DAY)
+    assert recent.fill_seconds is not None
+    assert whole.fill_seconds is not None
+    assert abs(recent.fill_seconds - 400_000.0) < 1.0
+    assert whole.fill_seconds > 1.2 * recent.fill_seconds

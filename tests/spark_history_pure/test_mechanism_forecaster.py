@@ -1,0 +1,122 @@
+"""The mechanism forecast as a backtest forecaster: what it sees at an origin (pandas only)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+
+from spark_history.backtest import BucketSeries, Forecaster, History, Prediction
+from spark_history.forecast_types import ForecastParams
+from spark_history.mechanism_forecaster import MECHANISM, mechanism_forecaster
+from spark_history.usage_documents import usage_rows, usage_verdict
+from tests.spark_history_pure.usage_factory import GB, encoded, growing_cluster
+
+START = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
+HOUR = 3600
+PARAMS = ForecastParams(horizon_hours=60 * 24.0)
+CAPACITY, HARD_FREE = 1000 * GB, 100 * GB
+
+
+def usage_frame(hours: int) -> pd.DataFrame:
+    """Every row of ``growing_cluster``'s usage documents: topic, other and config rows."""
+    usage, _ = growing_cluster(START, hours=hours)
+    rows = []
+    for document in usage:
+        verdict = usage_verdict(b"0", encoded(document), check_key=True)
+        assert verdict.document is not None
+        rows += usage_rows(verdict.document)
+    return pd.DataFrame(rows)
+
+
+def history_at(hours: int) -> History:
+    """The snapshot buckets of the same volume up to ``hours`` after START (hourly buckets on
+    the epoch axis, as the backtest cuts them): 300 GB plus what ``logs`` wrote at 1 MB/s."""
+    first = int(START.timestamp()) // HOUR
+    index = np.arange(first + 1, first + hours + 1, dtype=np.int64)
+    level = (300 * GB + (index - first - 0.5) * HOUR * 1e6).astype(np.float64)
+    series = BucketSeries(
+        index=index,
+        maxima=level,
+        means=level,
+        minima=level,
+        capacity=np.full(index.size, float(CAPACITY)),
+        limit=np.full(index.size, float(CAPACITY - HARD_FREE)),
+    )
+    return series.history_at(first + hours, PARAMS.horizon_hours)
+
+
+class Fallback:
+    """A forecaster that records being asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.answer = Prediction(crossing=1.0, intercept=0.0, slope=0.0, trend="fallback")
+
+    def forecaster(self) -> Forecaster:
+        def predict(_history: History) -> Prediction:
+            self.asked += 1
+            return self.answer
+
+        return Forecaster("fallback", predict)
+
+
+def test_at_an_origin_it_gives_the_unbounded_topics_fill_time() -> None:
+    history = history_at(12)
+    prediction = mechanism_forecaster(usage_frame(12), PARAMS, Fallback().forecaster()).predict(
+        history
+    )
+    # At the origin the volume holds 300 GB + 11.5 h x 3.6 GB (the last bucket's mean); the
+    # limit is 900 GB; logs grows at 1 MB/s = 3.6 GB/h and capped stays at its 10 GB bound.
+    consumed = 300 * GB + 11.5 * HOUR * 1e6
+    expected_hours = (900 * GB - consumed) / (HOUR * 1e6)
+    assert prediction.trend == MECHANISM
+    assert prediction.crossing is not None
+    assert abs(prediction.crossing - expected_hours) < 0.5
+    assert prediction.used_at(0) == consumed
+    assert abs(prediction.used_at(prediction.crossing) - 900 * GB) < 1e-6 * 900 * GB
+
+
+def test_nothing_surveyed_after_the_origin_is_seen() -> None:
+    fallback = Fallback().forecaster()
+    later = usage_frame(36)
+    jump = later["surveyedAt"] > pd.Timestamp(START + timedelta(hours=12))
+    later.loc[jump & (later["topic"] == "logs"), "bytes"] *= 5  # a burst after the origin
+    now = mechanism_forecaster(usage_frame(12), PARAMS, fallback).predict(history_at(12))
+    seen_later = mechanism_forecaster(later, PARAMS, fallback).predict(history_at(12))
+    assert now.crossing is not None
+    assert seen_later.crossing is not None
+    assert abs(seen_later.crossing - now.crossing) < 1e-9
+
+
+def test_a_config_read_after_the_origin_is_not_known_at_it() -> None:
+    usage = usage_frame(12)
+    known = mechanism_forecaster(usage, PARAMS, Fallback().forecaster()).predict(history_at(12))
+    late = usage.copy()
+    configs = late["kind"] == "config"
+    late.loc[configs, "configReadAt"] = pd.Timestamp(START + timedelta(hours=13))
+    unknown = mechanism_forecaster(late, PARAMS, Fallback().forecaster()).predict(history_at(12))
+    assert known.crossing is not None
+    assert unknown.crossing is not None
+    # Without its retention.bytes, capped is projected at its write rate, unbounded: sooner.
+    assert unknown.crossing < known.crossing - 1
+
+
+def test_without_usage_in_the_window_the_fallback_answers() -> None:
+    fallback = Fallback()
+    usage = usage_frame(12)
+    usage["surveyedAt"] = pd.to_datetime(usage["surveyedAt"], utc=True) + pd.Timedelta(days=30)
+    prediction = mechanism_forecaster(usage, PARAMS, fallback.forecaster()).predict(history_at(12))
+    assert prediction is fallback.answer
+    assert fallback.asked == 1
+
+
+def test_a_bounded_volume_does_not_fill_however_long_the_horizon() -> None:
+    usage = usage_frame(12)
+    usage = usage[usage["topic"] != "logs"]  # only capped (bounded) and the steady rest
+    prediction = mechanism_forecaster(usage, PARAMS, Fallback().forecaster()).predict(
+        history_at(12)
+    )
+    assert prediction.crossing is None
+    assert prediction.used_at(24 * 60) <= prediction.used_at(0) + 10 * GB
