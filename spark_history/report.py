@@ -3,7 +3,8 @@
 Why one file with embedded PNGs: operators mail it, attach it to a ticket or open it from an
 artifact store, where relative links to images break. The CSV/JSON files beside it
 (forecast.csv, thresholds.csv, incidents.csv, data_quality.csv, weekly_growth.csv,
-balance.csv, summary.json; with the usage dataset topic_growth.csv and mechanism_forecast.csv)
+balance.csv, capacity_totals.csv, backtest.csv, summary.json; with the usage dataset
+topic_growth.csv and mechanism_forecast.csv)
 are the same numbers for machines, and hours_to_full.prom the forecast for Prometheus.
 """
 
@@ -33,8 +34,9 @@ from spark_history.data_quality import broker_quality, quality_sentence
 from spark_history.forecast import forecast_volumes
 from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
+from spark_history.report_capacity import CapacityPanels, capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
-from spark_history.report_planning import planning, planning_summary
+from spark_history.report_planning import Planning, planning, planning_summary
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
 from spark_history.trend_forecast import ForecastParams
@@ -141,9 +143,8 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    with step("topics and headroom"):
-        planned = planning(rows, usage, at, forecast_params)
-    summary |= _panel_summary(quality, growth, panels) | planning_summary(planned)
+    planned, capacity, planner_summary = _planner_panels(rows, usage, at, forecast_params, tuning)
+    summary |= _panel_summary(quality, growth, panels) | planner_summary
     data = ReportData(
         at=at,
         forecast=forecast,
@@ -158,9 +159,24 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
         planning=planned,
+        capacity=capacity,
     )
     with step("plots and files"):
         return _write_files(rows.sparkSession, output_dir, data)
+
+
+def _planner_panels(
+    rows: DataFrame,
+    usage: DataFrame | None,
+    at: datetime,
+    forecast_params: ForecastParams,
+    tuning: TuningParams,
+) -> tuple[Planning, CapacityPanels, dict[str, object]]:
+    """The planner panels, the totals and the backtest, and their part of summary.json."""
+    with step("topics and headroom"):
+        planned = planning(rows, usage, at, forecast_params)
+    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours)
+    return planned, capacity, planning_summary(planned) | capacity_summary(capacity)
 
 
 def _quality(
@@ -221,6 +237,10 @@ def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> Re
         storage.join(output_dir, "incidents.csv"): data.incidents.to_csv(index=False),
         storage.join(output_dir, "data_quality.csv"): data.quality.to_csv(index=False),
         storage.join(output_dir, "weekly_growth.csv"): data.growth.to_csv(index=False),
+        storage.join(output_dir, "capacity_totals.csv"): data.capacity.totals.table.to_csv(
+            index=False
+        ),
+        storage.join(output_dir, "backtest.csv"): data.capacity.backtest.table.to_csv(index=False),
         **{
             storage.join(output_dir, name): frame.to_csv(index=False)
             for name, frame in (

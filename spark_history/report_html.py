@@ -1,7 +1,8 @@
 """The report page: one self-contained HTML file, images embedded as base64 PNGs.
 
 Sections, in the order a capacity planner reads them: the volumes full now or filling soonest,
-their usage plots, the threshold advice (limits in force beside the recommendation), the
+their usage plots, the backtest of the forecast, the fleet and broker totals with their
+70/80/90 % crossings, the threshold advice (limits in force beside the recommendation), the
 cluster's incidents under the limits in force, weekly growth per broker, data quality (with
 clock skew), and balance.
 """
@@ -17,10 +18,12 @@ from datetime import datetime
 import pandas as pd
 
 from schemas.wire_types import format_instant
+from spark_history.report_capacity import NO_RACK_NOR_CLUSTER, CapacityPanels
 from spark_history.report_planning import WEEK_DAYS, Planning, headroom_text
 from spark_history.report_plots import (
     balance_png,
     days_to_full_png,
+    fleet_totals_png,
     tradeoff_png,
     usage_forecast_png,
     weekly_growth_png,
@@ -67,6 +70,7 @@ class ReportData:
     forecast_params: ForecastParams
     tuning: TuningParams
     planning: Planning
+    capacity: CapacityPanels
 
 
 def img(png: bytes | None, alt: str) -> str:
@@ -147,6 +151,59 @@ where a week, or the one before it, has less than a day of snapshots.</p>
 {table(pivot, list(pivot.columns), limit=200)}"""
 
 
+CAPACITY_SHOWN = [
+    "group",
+    "usedPercent",
+    "trend",
+    "growthPercentPerDay",
+    *(f"{name}{level}" for level in (70, 80, 90) for name in ("state", "at")),
+]
+BROKERS_SHOWN = 20
+
+
+def _capacity_section(data: ReportData) -> str:
+    totals = data.capacity.totals
+    params = data.forecast_params
+    bucket_hours = params.bucket_seconds / 3600.0
+    fleet = totals.table[totals.table["group"] == "fleet"]
+    png = None if fleet.empty else fleet_totals_png(totals.fleet_hours, fleet.iloc[0], bucket_hours)
+    shown = totals.table.copy()
+    for level in (70, 80, 90):  # 2026-12-20 14:05, UTC: short enough not to wrap
+        shown[f"at{level}"] = shown[f"at{level}"].map(
+            lambda at: None if pd.isna(at) else str(at).replace("T", " ").rstrip("Z")
+        )
+    return f"""<h2 id="capacity-totals">Fleet and broker totals</h2>
+<p id="capacity-sentence">{html.escape(totals.sentence)}</p>
+<p>Used and capacity bytes summed over the newest snapshot of each volume per hour (the fleet:
+every broker of this dataset), the trend of the per-volume forecast (the least-squares line
+over the last {params.fit_hours:g} h), and when each total crosses 70, 80 and 90 % of its
+capacity now: crossed (since when, within the {params.lookback_hours / 24:g} days read),
+forecast (around when; times in UTC) or none within {params.horizon_hours / 24:g} days. The fleet
+first, then the {BROKERS_SHOWN} brokers soonest to cross 80 % (capacity_totals.csv has every
+broker). {html.escape(NO_RACK_NOR_CLUSTER)}</p>
+{img(png, "fleet used percent")}
+{table(shown, CAPACITY_SHOWN, limit=1 + BROKERS_SHOWN)}"""
+
+
+def _backtest_section(data: ReportData) -> str:
+    panel = data.capacity.backtest
+    shown = panel.table.assign(
+        bandCoveragePercent=100.0 * pd.to_numeric(panel.table["bandCoverage"])
+    ).drop(columns=["bandCoverage", "bandsOpen"])
+    sampled = ""
+    if panel.volumes_in_window > panel.volumes:
+        sampled = f" (a fixed sample of the {panel.volumes_in_window} volumes there)"
+    return f"""<h2 id="backtest">Backtest: the forecast against predict_linear</h2>
+<p id="backtest-sentence">{html.escape(panel.sentence)}</p>
+<p>At a few rolling origins of each of the {panel.volumes} volumes' history in the report's
+window{sampled}, each forecaster sees the history up to the origin only and what followed scores it,
+per horizon in hours: misses (real crossings of the hard limit it did not predict), false fills
+(predicted crossings that did not happen), the median and 90th percentile error in % of
+capacity, and how often the forecast's band covered (bands given, covering; backtest.csv also
+counts the open ones). 'history backtest' scores every origin.</p>
+{table(shown, list(shown.columns))}"""
+
+
 MECHANISM_SHOWN = ["brokerId", "volumeName", "hoursToHardLimit", "drivers", "prevention", "reason"]
 
 
@@ -189,6 +246,8 @@ now; {summary["volumesForecastToFill"]} forecast to fill within
 {table(data.forecast, FORECAST_SHOWN)}
 <h2>Usage and forecast, worst {len(data.plotted)} volumes</h2>
 {_usage_figures(data)}
+{_backtest_section(data)}
+{_capacity_section(data)}
 {_threshold_section(data)}
 {_incident_section(data)}
 {_planning_section(data.planning)}

@@ -240,6 +240,35 @@ def weekly_growth_png(growth: pd.DataFrame, limit: int = 12) -> bytes | None:
     return _png(figure)
 
 
+def fleet_totals_png(hours: pd.DataFrame, fleet: pd.Series, bucket_hours: float) -> bytes | None:
+    """The fleet's used % per bucket (``hours``: ``bucket``, ``consumed``, ``capacity``), the
+    70/80/90 % levels, and the forecast crossings of ``fleet`` (its ``capacity_totals`` row)
+    joined to the newest hour by the trend."""
+    if hours.empty:
+        return None
+    figure, axis = plt.subplots(figsize=(8.0, 3.4))
+    days = hours["bucket"].to_numpy(dtype=np.float64) * bucket_hours / 24.0
+    percent = 100.0 * hours["consumed"] / hours["capacity"]
+    axis.plot(days, percent, color="#08519c", linewidth=1.2, label="fleet used %")
+    ahead = [(0.0, float(fleet["usedPercent"]))]
+    for level, colour in ((70, "#fdae6b"), (80, "#ff7f0e"), (90, "#7f0000")):
+        axis.axhline(level, color=colour, linestyle=":", linewidth=1.2, label=f"{level} %")
+        when = fleet.get(f"hoursTo{level}")
+        if fleet.get(f"state{level}") == "forecast" and when is not None and not _missing(when):
+            ahead.append((float(when) * bucket_hours / 24.0, float(level)))
+    if len(ahead) > 1:
+        x, y = zip(*ahead, strict=True)
+        axis.plot(x, y, color="#d62728", linestyle="--", marker="o", label="trend crossings")
+    axis.axvline(0.0, color="grey", linewidth=0.8)
+    axis.set_ylim(0, 105)
+    axis.set_xlabel("days from the evaluation time")
+    axis.set_ylabel("used %")
+    axis.set_title("Fleet used % and its 70/80/90 % crossings", fontsize=11)
+    axis.grid(alpha=0.3)
+    axis.legend(loc="lower left", fontsize=8, ncol=3, framealpha=0.9)
+    return _png(figure)
+
+
 def _missing(value: object) -> bool:
     if value is None:
         return True

@@ -1,6 +1,6 @@
 """The report's whole-fleet analyses read only the date partitions of their window: the newest
 snapshot per volume (balance), the limits in force, the brokers' tombstones (the replay's and
-the forecast's). A dataset whose
+the forecast's), the fleet and broker totals and the backtest panel. A dataset whose
 old partitions cannot be read proves it: pruned, they are never opened; unpruned, Spark fails
 on them."""
 
@@ -18,6 +18,7 @@ from spark_history.balance import balance
 from spark_history.broker_samples import tombstone_times
 from spark_history.forecast import forecast_volumes
 from spark_history.forecast_types import ForecastParams
+from spark_history.report_capacity import backtest_panel, broker_hours
 from spark_history.snapshot_rows import tombstone_rows
 from spark_history.thresholds import limits_in_force
 
@@ -65,6 +66,10 @@ def test_the_fleet_wide_analyses_never_open_a_day_outside_their_window(
     assert in_force.volumes == 4
     assert set(tombstone_times(tombstones, AT, LOOKBACK_HOURS)) == {0}
     assert len(forecast_volumes(volumes, AT, ForecastParams(), tombstones).toPandas()) == 4
+    hours = broker_hours(stored, AT, ForecastParams())
+    assert set(hours["brokerId"]) == {0, 1}
+    assert (hours["capacity"] == 2 * CAPACITY).all()  # two volumes each, the tombstone none
+    assert backtest_panel(stored, AT, LOOKBACK_HOURS, 3600.0).volumes == 4
     # Without the window every day is read, the broken one too: the check above can fail.
     with pytest.raises(Exception, match=r"(?i)parquet"):
         limits_in_force(volumes, AT, None)
@@ -72,3 +77,5 @@ def test_the_fleet_wide_analyses_never_open_a_day_outside_their_window(
         tombstone_times(tombstones, AT)
     with pytest.raises(Exception, match=r"(?i)parquet"):
         balance(volumes, AT, lookback_hours=None).toPandas()
+    with pytest.raises(Exception, match=r"(?i)parquet"):
+        broker_hours(stored, AT, ForecastParams(lookback_hours=90 * 24.0))

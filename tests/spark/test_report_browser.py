@@ -42,6 +42,19 @@ window.addEventListener("load", () => {
   probe.id = "image-probe";
   probe.textContent = `images ${images.length} loaded ${loaded}`;
   document.body.appendChild(probe);
+  for (const id of ["capacity-totals", "backtest"]) {
+    let element = document.getElementById(id).nextElementSibling;
+    while (element && element.tagName !== "TABLE" && element.tagName !== "H2") {
+      element = element.nextElementSibling;
+    }
+    const rows = element && element.tagName === "TABLE" ? element.tBodies[0].rows : [];
+    const firsts = Array.from(rows, (row) => row.cells[0].innerText.trim());
+    const sentence = document.getElementById(`${id === "backtest" ? id : "capacity"}-sentence`);
+    const line = document.createElement("div");
+    line.id = `${id}-probe`;
+    line.textContent = `${id} rows ${rows.length} [${firsts.join("|")}] says ${sentence.innerText}`;
+    document.body.appendChild(line);
+  }
 });
 </script>"""
 
@@ -92,6 +105,19 @@ def test_the_report_renders_in_chromium_with_every_image(
     assert f"images {expected} loaded {expected}" in dom.stdout, dom.stdout[-500:]
     assert "Threshold advice" in dom.stdout
     assert "Weekly growth per broker" in dom.stdout
+    # The fleet first, then the 2 brokers (4 volumes each); 3 forecasters at the backtest's
+    # 4 horizons.
+    capacity = re.search(r"capacity-totals rows (\d+) \[([^\]]*)\] says ([^<]*)", dom.stdout)
+    assert capacity, dom.stdout[-2000:]
+    assert capacity.group(1) == "3"
+    assert capacity.group(2).split("|")[0] == "fleet"
+    assert sorted(capacity.group(2).split("|")[1:]) == ["broker 0", "broker 1"]
+    assert re.match(r"The fleet is \d+ % full", capacity.group(3))
+    backtest = re.search(r"backtest rows (\d+) \[([^\]]*)\] says ([^<]*)", dom.stdout)
+    assert backtest, dom.stdout[-2000:]
+    assert backtest.group(1) == "12"
+    assert set(backtest.group(2).split("|")) == {"linear-6h", "linear-72h", "forecast"}
+    assert re.search(r"^On this history, .* (does better|do equally well)", backtest.group(3))
 
     screenshot = _artifacts() / "report.png"
     screenshot.unlink(missing_ok=True)
