@@ -32,9 +32,10 @@ from spark_history.clock_skew import (
 )
 from spark_history.data_quality import broker_quality, quality_sentence
 from spark_history.forecast import forecast_volumes
+from spark_history.forecast_choice import one_forecast
 from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
-from spark_history.report_capacity import CapacityPanels, capacity_panels, capacity_summary
+from spark_history.report_capacity import capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
 from spark_history.report_planning import Planning, planning, planning_summary
 from spark_history.session import step
@@ -119,8 +120,7 @@ def write_report(
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
     timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``)."""
     panels = panels or PanelParams()
-    with step("forecast"):
-        forecast = worst_first(forecast_volumes(rows, at, forecast_params, tombstones).toPandas())
+    forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones)
     with step("cluster replay of the limits"):
         replay = threshold_tradeoffs(rows, at, tuning, tombstones)
     with step("balance"):
@@ -143,7 +143,8 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    planned, capacity, planner_summary = _planner_panels(rows, usage, at, forecast_params, tuning)
+    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours)
+    planner_summary = planning_summary(planned) | capacity_summary(capacity)
     summary |= _panel_summary(quality, growth, panels) | planner_summary
     data = ReportData(
         at=at,
@@ -165,18 +166,20 @@ def write_report(
         return _write_files(rows.sparkSession, output_dir, data)
 
 
-def _planner_panels(
+def _forecast(
     rows: DataFrame,
     usage: DataFrame | None,
     at: datetime,
     forecast_params: ForecastParams,
-    tuning: TuningParams,
-) -> tuple[Planning, CapacityPanels, dict[str, object]]:
-    """The planner panels, the totals and the backtest, and their part of summary.json."""
+    tombstones: DataFrame | None,
+) -> tuple[pd.DataFrame, Planning]:
+    """The forecast table, worst first (the mechanism's answer where the usage history has the
+    volume's topics, the trend's elsewhere: ``forecast_choice``), and the topic panels."""
+    with step("forecast"):
+        trend = forecast_volumes(rows, at, forecast_params, tombstones).toPandas()
     with step("topics and headroom"):
         planned = planning(rows, usage, at, forecast_params)
-    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours)
-    return planned, capacity, planning_summary(planned) | capacity_summary(capacity)
+    return worst_first(one_forecast(trend, planned.mechanism)), planned
 
 
 def _quality(

@@ -45,12 +45,14 @@ FORECAST_SHOWN = [
     "brokerId",
     "volumeName",
     "usedPercent",
+    "method",
     "trend",
     "growthPercentPerDay",
     "daysToFull",
     "hoursToFull",
     "hoursToFullLow",
     "hoursToFullHigh",
+    "drivers",
     "reason",
 ]
 
@@ -242,6 +244,9 @@ def render(data: ReportData) -> str:
 now; {summary["volumesForecastToFill"]} forecast to fill within
 {data.forecast_params.horizon_hours / 24:g} days; {summary["skewedVolumes"]} skewed volumes.</p>
 <h2>Days until full</h2>
+<p>method: <em>mechanism</em> where the usage history has the volume's topics (each at its write
+rate up to what its retention keeps; drivers names the topics that fill it), <em>trend</em>
+(the 72 h line, with its calibrated band) elsewhere.</p>
 {img(days_to_full_png(data.forecast), "days until full")}
 {table(data.forecast, FORECAST_SHOWN)}
 <h2>Usage and forecast, worst {len(data.plotted)} volumes</h2>

@@ -182,6 +182,13 @@ def test_the_report_names_the_topic_that_grew_the_fleet_and_the_volume_it_fills(
     assert "Volumes filled by their topics" in page
     (row,) = list(csv.DictReader((out / "mechanism_forecast.csv").open()))
     assert abs(float(row["hoursToHardLimit"]) - EXPECTED_HOURS) < 0.5
+    # The report's one forecast is the mechanism's for this volume: full (1000 GB) when logs,
+    # at 1 MB/s, has filled the 1000 - 343.2 GB left.
+    (forecast,) = list(csv.DictReader((out / "forecast.csv").open()))
+    assert forecast["method"] == "mechanism"
+    assert abs(float(forecast["hoursToFull"]) - 656.8e9 / 1e6 / 3600) < 0.5
+    assert forecast["drivers"].startswith("logs +")
+    assert "no calibrated band" in forecast["reason"]
     # Without the dataset the panels say how to get them.
     plain = tmp_path / "plain"
     assert main([*report[:5], "--output-dir", str(plain), *SPARK]) == 0
