@@ -101,7 +101,12 @@ def trend_line(
         return None
     slope, level = (float(value) for value in np.polyfit(x, y, 1))
     residuals = y - (level + slope * x)
-    if float(np.max(np.abs(residuals))) <= 1e-9 * float(np.max(np.abs(y))):
+    scale = float(np.max(np.abs(y)))
+    if float(np.max(np.abs(residuals))) <= 1e-9 * scale:
+        if abs(slope) * float(np.ptp(x)) <= 1e-9 * scale:
+            # A constant: polyfit's slope is rounding noise (1e-17), which must not read as
+            # growth or shrinkage.
+            return TrendLine(0.0, 0.0, 0.0, float(np.mean(y)))
         return TrendLine(slope, slope, slope, level)  # an exact line: nothing to doubt
     n_eff = effective_size(residuals)
     spread = float(np.sum((x - x.mean()) ** 2))

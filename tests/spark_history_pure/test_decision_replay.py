@@ -19,8 +19,6 @@ from spark_history.decision_replay import (
     replay_volume,
 )
 
-pytestmark = pytest.mark.spark
-
 
 def test_vectorised_rule_equals_judge_free_space_on_every_boundary() -> None:
     values = [0.0, 1.0, 49.5, 50.0, 50.5, 99.0, 100.0, 100.5, 150.0, 200.0]

@@ -23,8 +23,6 @@ from spark_history.backtest_forecasters import (
     predict_linear_forecaster,
 )
 
-pytestmark = pytest.mark.spark
-
 GIB = 1024**3
 HOUR = 3600.0
 

@@ -16,8 +16,6 @@ from spark_history.trend_forecast import (
     hourly_means,
 )
 
-pytestmark = pytest.mark.spark
-
 CAPACITY = 1_000_000.0
 
 
@@ -164,3 +162,14 @@ def test_an_exact_line_is_growing_with_its_slope_known() -> None:
     assert result.trend is Trend.GROWING
     assert result.slope_low == result.slope_high == pytest.approx(1.0e9)
     assert result.hours_to_full == pytest.approx(856.0)
+
+
+def test_a_constant_volume_is_flat_not_growing_by_rounding() -> None:
+    hours = _minutes(3)
+    values = np.full(hours.shape, 412_345.678)  # polyfit's slope here is about 1e-17
+    line = trend_line(hours, values)
+    assert line is not None
+    assert line.slope == 0.0
+    result = forecast_hourly(hours, values, CAPACITY)
+    assert result.trend is Trend.FLAT
+    assert result.hours_to_full is None

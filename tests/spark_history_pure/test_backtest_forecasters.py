@@ -19,9 +19,7 @@ from spark_history.backtest_forecasters import (
 )
 from spark_history.forecast_types import ForecastParams
 from spark_history.trend_forecast import forecast_hourly
-from tests.spark.test_backtest import GIB, line_series
-
-pytestmark = pytest.mark.spark
+from tests.spark_history_pure.test_backtest import GIB, line_series
 
 
 def test_the_forecast_is_the_72_hour_line_called_on_history_up_to_the_origin_only() -> None:
