@@ -34,11 +34,11 @@ from pathlib import Path
 
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
-    AclBindingFilter,
     AdminClient,
 )
 
 from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, broker_pid, grant_sidecar_acls
+from local_cluster.acls import exact_filter
 from local_cluster.processes import die_with_parent
 from schemas.decision import QuotaDecision, QuotaState, ReasonKind
 from tests.e2e.cluster_harness import (
@@ -272,18 +272,7 @@ def snapshot_leader(kafka: LocalKafkaCluster, timeout_s: float = 60) -> int:
 def revoke_acls(kafka: LocalKafkaCluster, bindings: Sequence[AclBinding]) -> None:
     """Delete exactly these bindings, as admin, and wait for the brokers to confirm."""
     admin = AdminClient(quiet(kafka.client_config("admin")))
-    filters = [
-        AclBindingFilter(
-            binding.restype,
-            binding.name,
-            binding.resource_pattern_type,
-            binding.principal,
-            binding.host,
-            binding.operation,
-            binding.permission_type,
-        )
-        for binding in bindings
-    ]
+    filters = [exact_filter(binding) for binding in bindings]
     for future in admin.delete_acls(filters, request_timeout=30).values():
         deleted = future.result(timeout=30)
         assert deleted, "an ACL binding to revoke was not there"

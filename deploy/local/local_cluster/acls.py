@@ -149,8 +149,9 @@ def _wait_until_listed(cluster: LocalKafkaCluster, index: int, wanted: list[AclB
         time.sleep(0.1)
 
 
-def _listed(admin: AdminClient, binding: AclBinding) -> bool:
-    exactly = AclBindingFilter(
+def exact_filter(binding: AclBinding) -> AclBindingFilter:
+    """The filter that matches ``binding`` and nothing else."""
+    return AclBindingFilter(
         binding.restype,
         binding.name,
         binding.resource_pattern_type,
@@ -159,8 +160,11 @@ def _listed(admin: AdminClient, binding: AclBinding) -> bool:
         binding.operation,
         binding.permission_type,
     )
+
+
+def _listed(admin: AdminClient, binding: AclBinding) -> bool:
     try:
-        found = admin.describe_acls(exactly, request_timeout=_ACL_TIMEOUT_S)
+        found = admin.describe_acls(exact_filter(binding), request_timeout=_ACL_TIMEOUT_S)
         return bool(found.result(timeout=_ACL_TIMEOUT_S))
     except Exception:  # a broker not answering yet: the caller asks again until its deadline
         return False
