@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
@@ -52,17 +53,60 @@ def window_rows(rows: DataFrame, at: datetime, lookback_hours: float | None) -> 
     return window
 
 
-def broker_buckets(
-    rows: DataFrame, at: datetime, lookback_hours: float | None, bucket_seconds: float | None
-) -> pd.DataFrame:
-    """One row per broker and bucket (``bucket_seconds`` None: per snapshot instant)."""
-    window = window_rows(rows, at, lookback_hours)
-    seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
+def _refused(rows: DataFrame, max_clock_skew_seconds: float | None) -> Column:
+    """Snapshots the consumer refuses on arrival: dated more than the allowed skew after their
+    Kafka record timestamp (``receivedAt``; JSONL input has none, and nothing is refused)."""
+    if max_clock_skew_seconds is None or "receivedAt" not in rows.columns:
+        return F.lit(False)
+    ahead = (F.unix_micros(F.col("snapshotAt")) - F.unix_micros(F.col("receivedAt"))) / 1e6
+    return F.coalesce(ahead > F.lit(float(max_clock_skew_seconds)), F.lit(False))
+
+
+def _bucket(seconds: Column, at: datetime, bucket_seconds: float | None) -> Column:
     if bucket_seconds is None:
-        bucket = seconds
-    else:
-        # Buckets end at ``at``, ``at`` - 1 h, ...: the replay grid.
-        bucket = F.ceil((seconds - F.lit(at.timestamp())) / F.lit(bucket_seconds))
+        return seconds
+    # Buckets end at ``at``, ``at`` - 1 h, ...: the replay grid.
+    return F.ceil((seconds - F.lit(at.timestamp())) / F.lit(bucket_seconds))
+
+
+def refused_arrivals(
+    rows: DataFrame,
+    at: datetime,
+    lookback_hours: float | None,
+    bucket_seconds: float | None,
+    max_clock_skew_seconds: float,
+) -> dict[int, npt.NDArray[np.float64]]:
+    """Per broker, the arrival times of its refused snapshots (the newest of each bucket),
+    sorted: from each, the consumer holds the broker unknown until a snapshot is taken."""
+    if "receivedAt" not in rows.columns:
+        return {}
+    refused = window_rows(rows, at, lookback_hours).where(_refused(rows, max_clock_skew_seconds))
+    arrival = F.unix_micros(F.col("receivedAt")) / 1e6
+    newest = (
+        refused.withColumn("arrival", arrival)
+        .withColumn("bucket", _bucket(F.col("arrival"), at, bucket_seconds))
+        .groupBy("brokerId", "bucket")
+        .agg(F.max("arrival").alias("arrival"))
+        .toPandas()
+    )
+    return {
+        int(group["brokerId"].iloc[0]): np.sort(group["arrival"].to_numpy(dtype=np.float64))
+        for _, group in newest.groupby("brokerId")
+    }
+
+
+def broker_buckets(
+    rows: DataFrame,
+    at: datetime,
+    lookback_hours: float | None,
+    bucket_seconds: float | None,
+    max_clock_skew_seconds: float | None = None,
+) -> pd.DataFrame:
+    """One row per broker and bucket (``bucket_seconds`` None: per snapshot instant), of the
+    snapshots the consumer takes (with ``max_clock_skew_seconds``: not the refused ones)."""
+    window = window_rows(rows, at, lookback_hours).where(~_refused(rows, max_clock_skew_seconds))
+    seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
+    bucket = _bucket(seconds, at, bucket_seconds)
     fraction = F.col("free") / F.col("capacity")
     factor = in_force_factor(
         F.col("free"), F.col("softThresholdBytes"), F.col("hardThresholdBytes")
@@ -107,11 +151,18 @@ def tombstone_times(
     return {int(row["brokerId"]): float(row["t"]) for row in newest}
 
 
-def to_samples(buckets: pd.DataFrame, retired: dict[int, float]) -> list[BrokerSamples]:
-    """The per-broker arrays :func:`cluster_replay.replay_cluster` takes."""
+def to_samples(
+    buckets: pd.DataFrame,
+    retired: dict[int, float],
+    refused: dict[int, npt.NDArray[np.float64]] | None = None,
+) -> list[BrokerSamples]:
+    """The per-broker arrays :func:`cluster_replay.replay_cluster` takes (``refused``:
+    :func:`refused_arrivals`)."""
+    refused = refused or {}
     samples = []
-    for _, group in buckets.groupby("brokerId", sort=True):
-        broker_id = int(group["brokerId"].iloc[0])
+    groups = {int(group["brokerId"].iloc[0]): group for _, group in buckets.groupby("brokerId")}
+    for broker_id in sorted(set(groups) | set(refused)):
+        group = groups.get(broker_id, buckets.iloc[0:0])
         samples.append(
             BrokerSamples(
                 broker_id=broker_id,
@@ -120,6 +171,7 @@ def to_samples(buckets: pd.DataFrame, retired: dict[int, float]) -> list[BrokerS
                 worst_capacity=group["worstCapacity"].to_numpy(dtype=np.float64),
                 in_force_factor=group["inForceFactor"].to_numpy(dtype=np.float64),
                 retired_at=retired.get(broker_id),
+                refused_at=refused.get(broker_id, np.empty(0)),
             )
         )
     return samples

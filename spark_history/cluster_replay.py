@@ -12,6 +12,9 @@ the same rule at a grid of instants:
 - a broker is *live* from its first sample until it is retired (a tombstone after its last
   sample, or silent for longer than ``retired_after_seconds``); a live broker whose newest
   sample is older than ``stale_after_seconds`` (strictly), or that has none yet, is unknown;
+- a snapshot dated more than ``max_clock_skew_seconds`` after its Kafka record timestamp is
+  refused, as the consumer refuses it on arrival: it counts for nothing, and its broker is
+  unknown (``future``) from its arrival until a snapshot that is not too far ahead arrives;
 - unknown brokers PAUSE the cluster when ``on_missing`` is PAUSE (``caused_by_missing_data``
   when the limits alone would not have paused it).
 
@@ -26,12 +29,14 @@ candidate; the limits in force (any types, per-volume overrides) come as a preco
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from consumer.policy import DEFAULT_MAX_CLOCK_SKEW_SECONDS
 from spark_history.decision_replay import (
     OPEN,
     PAUSE,
@@ -61,6 +66,9 @@ class BrokerSamples:
     :data:`NO_BREACH` when none breaches."""
     retired_at: float | None = None
     """Its newest tombstone, if any."""
+    refused_at: FloatArray = field(default_factory=lambda: np.empty(0))
+    """Arrival times (record timestamps) of its snapshots refused as dated too far ahead,
+    sorted; ``times`` holds only the snapshots taken."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,9 @@ class ReplayPolicy:
     stale_after_seconds: float = 1800.0
     on_missing_pause: bool = True
     retired_after_seconds: float = 24 * 3600.0
+    max_clock_skew_seconds: float = DEFAULT_MAX_CLOCK_SKEW_SECONDS
+    """A snapshot dated further than this after its record timestamp is refused (the
+    consumer's ``max_clock_skew``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +116,33 @@ def _presence(
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """(counts: its newest sample's breach counts, unknown: live without a fresh sample)."""
     has = newest >= 0
-    sample_time = np.where(has, broker.times[np.maximum(newest, 0)], -np.inf)
+    sample_time = _time_at(broker.times, newest)
+    refused_time = _time_at(
+        broker.refused_at, np.searchsorted(broker.refused_at, grid, side="right") - 1
+    )
     retired = np.zeros(grid.size, dtype=bool)
     if broker.retired_at is not None:
-        retired = (broker.retired_at >= sample_time) & (broker.retired_at <= grid)
-    silent = grid - sample_time > policy.retired_after_seconds
-    live = (grid >= broker.times[0]) & ~retired & ~silent
+        retired = (broker.retired_at >= np.maximum(sample_time, refused_time)) & (
+            broker.retired_at <= grid
+        )
+    silent = grid - np.maximum(sample_time, refused_time) > policy.retired_after_seconds
+    live = (grid >= _first_heard(broker)) & ~retired & ~silent
     stale = ~has | (sample_time < grid - policy.stale_after_seconds)
-    return has & ~retired, live & stale
+    future = refused_time > sample_time
+    return has & ~retired, live & (stale | future)
+
+
+def _time_at(times: FloatArray, index: npt.NDArray[np.int64]) -> FloatArray:
+    """``times[index]``, -inf where ``index`` is -1 (nothing yet)."""
+    if not times.size:
+        return np.full(index.size, -np.inf)
+    found: FloatArray = np.where(index >= 0, times[np.maximum(index, 0)], -np.inf)
+    return found
+
+
+def _first_heard(broker: BrokerSamples) -> float:
+    firsts = [float(values[0]) for values in (broker.times, broker.refused_at) if values.size]
+    return min(firsts) if firsts else math.inf
 
 
 def replay_cluster(

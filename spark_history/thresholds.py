@@ -41,8 +41,19 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history.broker_samples import broker_buckets, to_samples, tombstone_times, window_rows
-from spark_history.cluster_replay import ClusterTimeline, ReplayPolicy, replay_cluster
+from spark_history.broker_samples import (
+    broker_buckets,
+    refused_arrivals,
+    to_samples,
+    tombstone_times,
+    window_rows,
+)
+from spark_history.cluster_replay import (
+    BrokerSamples,
+    ClusterTimeline,
+    ReplayPolicy,
+    replay_cluster,
+)
 from spark_history.decision_replay import (
     Candidate,
     ClassClimb,
@@ -246,6 +257,18 @@ def cluster_grid(buckets: pd.DataFrame, at: datetime, params: TuningParams) -> n
     return end + step * np.arange(first, 1, dtype=np.float64)
 
 
+def _broker_samples(
+    rows: DataFrame, at: datetime, params: TuningParams, tombstones: DataFrame | None
+) -> tuple[pd.DataFrame, list[BrokerSamples]]:
+    """The replay's input: per broker and bucket the snapshots the consumer takes, the arrivals
+    of those it refuses as dated too far ahead, and the tombstones."""
+    skew = params.policy.max_clock_skew_seconds
+    buckets = broker_buckets(rows, at, params.lookback_hours, params.bucket_seconds, skew)
+    refused = refused_arrivals(rows, at, params.lookback_hours, params.bucket_seconds, skew)
+    retired = tombstone_times(tombstones, at, params.lookback_hours)
+    return buckets, to_samples(buckets, retired, refused)
+
+
 def threshold_tradeoffs(
     rows: DataFrame,
     at: datetime,
@@ -255,8 +278,7 @@ def threshold_tradeoffs(
     """The cluster replay of the limits in force and of every candidate, plus the per-volume
     warning statistics, with the recommendation flagged."""
     params = params or TuningParams()
-    buckets = broker_buckets(rows, at, params.lookback_hours, params.bucket_seconds)
-    samples = to_samples(buckets, tombstone_times(tombstones, at, params.lookback_hours))
+    buckets, samples = _broker_samples(rows, at, params, tombstones)
     grid = cluster_grid(buckets, at, params)
     in_force = replay_cluster(samples, grid, params.policy, None)
     records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]

@@ -2,9 +2,12 @@
 
 A scenario of five brokers: snapshots every minute with random usage crossing both limits,
 per-volume limit overrides, one broker with a 20-minute publishing outage (stale while live),
-one retired with a tombstone, one that joins late. The same snapshots go through
-``ClusterState`` (apply, retire, live set, decide) and through the history path (JSONL, Spark
-rows with the consumer's thresholds, per-snapshot broker samples, ``replay_cluster``).
+one retired with a tombstone, one that joins late and later has its clock a minute ahead for
+ten minutes (its snapshots dated 60 s after their Kafka record timestamps, which the consumer
+refuses on arrival). The same snapshots go through ``ClusterState`` (apply on arrival with the
+record timestamp, retire, live set, decide) and through the history path (JSONL, Spark rows
+with the consumer's thresholds and a ``receivedAt`` column, per-snapshot broker samples,
+``replay_cluster``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pyspark.sql import SparkSession
 from consumer import ClusterState, DecisionPolicy
 from schemas.decision import OnMissing
 from schemas.snapshot import VolumeSnapshot
-from spark_history.broker_samples import broker_buckets, to_samples
+from spark_history.broker_samples import broker_buckets, refused_arrivals, to_samples
 from spark_history.cluster_replay import ReplayPolicy, replay_cluster
 from spark_history.decision_replay import STATE_CODES, Candidate
 from spark_history.history_input import load_history
@@ -32,15 +35,22 @@ OUTAGE = (40, 60)  # broker 2 publishes nothing in these minutes, but stays live
 RETIRED_AT = 90.5  # broker 3: last snapshot at minute 90, tombstone half a minute later
 JOINS_AT = 30  # broker 4's first snapshot
 BURST = (70, 76)
+SKEWED = (95, 105)  # broker 4's clock is a minute ahead in these minutes
+AHEAD = timedelta(seconds=60)
 
 
 def _limit(percent: float) -> dict[str, object]:
     return {"type": "MinFreePercentage", "level": percent}
 
 
-def _snapshots() -> list[VolumeSnapshot]:
+Arrivals = dict[tuple[int, datetime], datetime]
+"""(broker, snapshotAt) -> when the snapshot reached the topic (its Kafka record timestamp)."""
+
+
+def _snapshots() -> tuple[list[VolumeSnapshot], Arrivals]:
     rng = np.random.default_rng(13)
     snapshots = []
+    arrivals: Arrivals = {}
     used = {(broker, volume): 840.0 for broker in range(5) for volume in range(3)}
     for minute in range(MINUTES):
         for broker in range(5):
@@ -57,7 +67,10 @@ def _snapshots() -> list[VolumeSnapshot]:
             if (broker == 3 and minute > 90) or (broker == 4 and minute < JOINS_AT):
                 continue
             # Jittered publication instants, a few seconds apart from broker to broker.
-            instant = START + timedelta(minutes=minute, seconds=broker * 7 + int(rng.integers(5)))
+            arrival = START + timedelta(minutes=minute, seconds=broker * 7 + int(rng.integers(5)))
+            skewed = broker == 4 and SKEWED[0] <= minute < SKEWED[1]
+            instant = arrival + AHEAD if skewed else arrival
+            arrivals[broker, instant] = arrival
             volumes = []
             for volume in range(3):
                 entry: dict[str, object] = {
@@ -81,7 +94,7 @@ def _snapshots() -> list[VolumeSnapshot]:
                     }
                 )
             )
-    return snapshots
+    return snapshots, arrivals
 
 
 def _live(broker: int, now: float, joined: dict[int, float]) -> bool:
@@ -95,7 +108,10 @@ def _live(broker: int, now: float, joined: dict[int, float]) -> bool:
 
 
 def _consumer_decisions(
-    snapshots: list[VolumeSnapshot], grid: np.ndarray, candidate: Candidate | None
+    snapshots: list[VolumeSnapshot],
+    arrivals: Arrivals,
+    grid: np.ndarray,
+    candidate: Candidate | None,
 ) -> tuple[list[int], list[float]]:
     state = ClusterState(
         DecisionPolicy(stale_after_seconds=STALE_SECONDS, on_missing=OnMissing.PAUSE)
@@ -104,16 +120,21 @@ def _consumer_decisions(
     for snapshot in snapshots:
         instant = snapshot.snapshot_at.timestamp()
         joined[snapshot.broker_id] = min(joined.get(snapshot.broker_id, instant), instant)
-    pending = sorted(snapshots, key=lambda snapshot: snapshot.snapshot_at)
+
+    def arrival(snapshot: VolumeSnapshot) -> datetime:
+        return arrivals[snapshot.broker_id, snapshot.snapshot_at]
+
+    pending = sorted(snapshots, key=arrival)
     retire_at = START.timestamp() + RETIRED_AT * 60
     retired = False
     states, factors = [], []
     for now in grid:
-        while pending and pending[0].snapshot_at.timestamp() <= now:
+        while pending and arrival(pending[0]).timestamp() <= now:
             snapshot = pending.pop(0)
+            received_at = arrival(snapshot)
             if candidate is not None:
                 snapshot = _with_candidate(snapshot, candidate)
-            state.apply_snapshot(snapshot)
+            state.apply_snapshot(snapshot, received_at=received_at)
         if not retired and retire_at <= now:
             state.retire(3)
             retired = True
@@ -140,25 +161,41 @@ def _with_candidate(snapshot: VolumeSnapshot, candidate: Candidate) -> VolumeSna
 def test_replay_matches_cluster_state_instant_by_instant(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    snapshots = _snapshots()
+    snapshots, arrivals = _snapshots()
     source = tmp_path / "snapshots.jsonl"
     source.write_bytes(b"".join(snapshot.to_json_bytes() + b"\n" for snapshot in snapshots))
-    rows = load_history(spark, source.as_uri())
+    received = spark.createDataFrame(
+        [(broker, at, arrival) for (broker, at), arrival in arrivals.items()],
+        "brokerId int, snapshotAt timestamp, receivedAt timestamp",
+    )
+    rows = load_history(spark, source.as_uri()).join(received, ["brokerId", "snapshotAt"])
     end = START + timedelta(minutes=MINUTES)
-    buckets = broker_buckets(rows, end, None, None)
-    samples = to_samples(buckets, {3: START.timestamp() + RETIRED_AT * 60})
+    skew = DecisionPolicy().max_clock_skew_seconds
+    buckets = broker_buckets(rows, end, None, None, skew)
+    refused = refused_arrivals(rows, end, None, None, skew)
+    assert list(refused) == [4]
+    assert refused[4].size == SKEWED[1] - SKEWED[0]
+    samples = to_samples(buckets, {3: START.timestamp() + RETIRED_AT * 60}, refused)
     # Every 20 s from the first snapshot to two minutes past the last.
     grid = START.timestamp() + np.arange(0, (MINUTES + 2) * 60, 20.0)
     policy = ReplayPolicy(stale_after_seconds=STALE_SECONDS, retired_after_seconds=86400.0)
     outage = (grid > START.timestamp() + (OUTAGE[0] + 3) * 60) & (
         grid < START.timestamp() + OUTAGE[1] * 60
     )
+    skewed = (grid > START.timestamp() + (SKEWED[0] + 1) * 60) & (
+        grid < START.timestamp() + SKEWED[1] * 60
+    )
     # The limits in force (with per-volume overrides), then a MinFreePercentage candidate.
     for candidate in (None, Candidate(12.5, 5.0)):
         timeline = replay_cluster(samples, grid, policy, candidate)
-        expected_states, expected_factors = _consumer_decisions(snapshots, grid, candidate)
+        expected_states, expected_factors = _consumer_decisions(
+            snapshots, arrivals, grid, candidate
+        )
         assert timeline.states.tolist() == expected_states, candidate
         assert timeline.factors.tolist() == pytest.approx(expected_factors, abs=1e-12)
         # The scenario exercises every state, and the outage pauses for missing data.
         assert set(expected_states) == {0, 1, 2}, candidate
         assert timeline.missing_data[outage].any(), candidate
+        # Refused while its clock is ahead: unknown, the cluster paused for missing data.
+        assert (timeline.missing_data | (timeline.states == 2))[skewed].all(), candidate
+        assert timeline.missing_data[skewed].any(), candidate
