@@ -14,10 +14,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
+from spark_history.analysis_settings import AnalysisSettings, ForecastSettings, ReportSettings
 from spark_history.errors import HistoryUsageError
-from volume_quota.arguments import iso_instant
+from spark_history.settings_flags import load_options
+from spark_history.source_settings import CompactSettings, IngestSettings
+from volume_quota.config.sources import describe_setting
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import SparkSession
 
     from spark_history.session import StageProgress
@@ -27,67 +31,57 @@ if TYPE_CHECKING:
 
 def run_ingest(arguments: argparse.Namespace) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource
-    from spark_history.kafka_tls import TlsFiles, kafka_tls_options
+    from spark_history.kafka_tls import kafka_tls_options, tls_files
 
-    if arguments.compact_min_files is not None and arguments.compact_min_files < 2:
-        raise HistoryUsageError("--compact-min-files must be at least 2")
-    _check_usage_options(arguments)
+    settings = load_options(IngestSettings, arguments)
+    _check_usage_options(arguments, settings)
     if arguments.source == "jsonl":
         if arguments.input is None:
             raise HistoryUsageError("--source jsonl needs --input URI")
         _check_local_input(arguments.input)
         source: JsonlSource | KafkaSource = JsonlSource(arguments.input)
         usage = None
-        if arguments.usage_output is not None:
-            _check_local_input(arguments.usage_input)
-            usage = JsonlSource(arguments.usage_input)
-        return _ingest(arguments, source, jars=False, usage=usage)
-    if not arguments.bootstrap or not arguments.topic:
-        raise HistoryUsageError("--source kafka needs --bootstrap and --topic")
-    tls = TlsFiles(
-        ca=arguments.ssl_ca,
-        cert=arguments.ssl_cert,
-        key=arguments.ssl_key,
-        key_password=arguments.ssl_key_password,
-        keystore=arguments.ssl_keystore,
-        keystore_password=arguments.ssl_keystore_password,
-        truststore=arguments.ssl_truststore,
-        truststore_password=arguments.ssl_truststore_password,
-    )
-    with kafka_tls_options(tls) as tls_options:
-        options = {**tls_options, **dict(arguments.kafka_option)}
+        if settings.usage_output is not None and settings.usage_input is not None:
+            _check_local_input(settings.usage_input)
+            usage = JsonlSource(settings.usage_input)
+        return _ingest(arguments, settings, source, jars=False, usage=usage)
+    if settings.bootstrap_servers is None:
+        raise HistoryUsageError(f"--source kafka needs {describe_setting('bootstrap_servers')}")
+    with kafka_tls_options(tls_files(settings)) as tls_options:
+        options = {**tls_options, **dict(settings.kafka_option)}
         usage_source = None
-        if arguments.usage_output is not None:
-            usage_source = KafkaSource(arguments.bootstrap, arguments.usage_topic, options)
+        if settings.usage_output is not None:
+            usage_source = KafkaSource(settings.bootstrap_servers, settings.usage_topic, options)
         return _ingest(
             arguments,
-            KafkaSource(arguments.bootstrap, arguments.topic, options),
+            settings,
+            KafkaSource(settings.bootstrap_servers, settings.topic, options),
             jars=True,
             usage=usage_source,
         )
 
 
-def _check_usage_options(arguments: argparse.Namespace) -> None:
-    """The usage options make sense together (``--usage-output`` turns the usage ingest on)."""
-    if arguments.usage_output is None:
-        for option in ("usage_checkpoint", "usage_input"):
-            if getattr(arguments, option) is not None:
-                flag = "--" + option.replace("_", "-")
-                raise HistoryUsageError(f"{flag} needs --usage-output URI")
+def _check_usage_options(arguments: argparse.Namespace, settings: IngestSettings) -> None:
+    """The usage options fit the run's paths and source (the settings checked the rest)."""
+    if settings.usage_output is None:
         return
-    if arguments.usage_checkpoint is None:
-        raise HistoryUsageError("--usage-output needs --usage-checkpoint URI")
-    if arguments.usage_checkpoint == arguments.checkpoint:
+    if settings.usage_checkpoint == arguments.checkpoint:
         raise HistoryUsageError("--usage-checkpoint must differ from --checkpoint")
-    if arguments.usage_output == arguments.output:
+    if settings.usage_output == arguments.output:
         raise HistoryUsageError("--usage-output must differ from --output")
-    if arguments.source == "jsonl" and arguments.usage_input is None:
+    if arguments.source == "jsonl" and settings.usage_input is None:
         raise HistoryUsageError("--source jsonl with --usage-output needs --usage-input URI")
-    if arguments.source == "kafka" and arguments.usage_input is not None:
+    if arguments.source == "kafka" and settings.usage_input is not None:
         raise HistoryUsageError("--usage-input is for --source jsonl; kafka reads --usage-topic")
 
 
-def _ingest(arguments: argparse.Namespace, source: object, jars: bool, usage: object = None) -> int:
+def _ingest(
+    arguments: argparse.Namespace,
+    settings: IngestSettings,
+    source: object,
+    jars: bool,
+    usage: object = None,
+) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource, run_ingest
     from spark_history.session import step
     from spark_history.usage_ingest import describe_usage_counts, run_usage_ingest
@@ -99,30 +93,28 @@ def _ingest(arguments: argparse.Namespace, source: object, jars: bool, usage: ob
             lambda: run_ingest(session, source, arguments.checkpoint, arguments.output)
         )
     print(f"ingested {counts.describe()}")
+    usage_output, usage_checkpoint = settings.usage_output, settings.usage_checkpoint
     if isinstance(usage, JsonlSource | KafkaSource):
+        assert usage_output is not None  # the settings require them together
+        assert usage_checkpoint is not None
         with step("usage ingest"), _progress(session):
             usage_counts = _spark_call(
-                lambda: run_usage_ingest(
-                    session, usage, arguments.usage_checkpoint, arguments.usage_output
-                )
+                lambda: run_usage_ingest(session, usage, usage_checkpoint, usage_output)
             )
         print(f"ingested {describe_usage_counts(usage_counts)}")
-    if arguments.compact_min_files is not None:
-        _compact(session, arguments.output, arguments.compact_min_files, None)
-        if usage is not None:
-            _compact(session, arguments.usage_output, arguments.compact_min_files, None)
+    if settings.compact_min_files is not None:
+        _compact(session, arguments.output, settings.compact_min_files, None)
+        if usage is not None and usage_output is not None:
+            _compact(session, usage_output, settings.compact_min_files, None)
     return 0
 
 
 def run_compact(arguments: argparse.Namespace) -> int:
-    if arguments.min_files < 2:
-        raise HistoryUsageError("--min-files must be at least 2")
-    if arguments.max_rows_per_file < 1:
-        raise HistoryUsageError("--max-rows-per-file must be at least 1")
+    settings = load_options(CompactSettings, arguments)
     _check_local_input(arguments.dataset)
     session = _session(arguments)
     _check_input(session, arguments.dataset)
-    _compact(session, arguments.dataset, arguments.min_files, arguments.max_rows_per_file)
+    _compact(session, arguments.dataset, settings.min_files, settings.max_rows_per_file)
     return 0
 
 
@@ -141,30 +133,33 @@ def _compact(
 def run_forecast(arguments: argparse.Namespace) -> int:
     from spark_history import storage
     from spark_history.forecast import forecast_volumes
+    from spark_history.forecast_choice import one_forecast
     from spark_history.forecast_frame import FORECAST_COLUMNS
     from spark_history.history_input import load_history, load_tombstones
     from spark_history.prometheus import textfile
     from spark_history.session import step
 
-    at = _evaluation_time(arguments.at)
-    params = _forecast_params(arguments)
+    settings = load_options(ForecastSettings, arguments)
+    at = _evaluation_time(settings.at)
+    params = _forecast_params(settings)
     _check_local_input(arguments.input)
-    if (arguments.usage_dataset is None) != (arguments.mechanism_output is None):
-        raise HistoryUsageError("--usage-dataset and --mechanism-output go together")
-    if arguments.usage_dataset is not None:
-        _check_local_input(arguments.usage_dataset)
+    if settings.usage_dataset is not None:
+        _check_local_input(settings.usage_dataset)
     session = _session(arguments)
     _check_input(session, arguments.input)
     with step("forecast"), _progress(session):
         rows = _spark_call(lambda: load_history(session, arguments.input))
         tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
-        table = _spark_call(lambda: forecast_volumes(rows, at, params, tombstones).toPandas())
-    if table.empty:
+        trend = _spark_call(lambda: forecast_volumes(rows, at, params, tombstones).toPandas())
+    if trend.empty:
         raise HistoryUsageError(
             f"no snapshots in {arguments.input} in the "
-            f"{arguments.lookback_days:g} days before {at.isoformat()}"
+            f"{settings.lookback_days:g} days before {at.isoformat()}"
         )
-    table = table.sort_values(
+    mechanism = None
+    if settings.usage_dataset is not None:
+        mechanism = _mechanism_forecast(session, settings, rows, at, params)
+    table = one_forecast(trend, mechanism).sort_values(
         ["hoursToFull", "usedPercent"], ascending=[True, False], na_position="last"
     )
     csv_text = table[list(FORECAST_COLUMNS)].to_csv(index=False)
@@ -173,20 +168,19 @@ def run_forecast(arguments: argparse.Namespace) -> int:
         metrics = textfile(table, at.timestamp())
         # node_exporter may read the file while it is written: write beside it, then rename.
         _spark_call(lambda: storage.replace_text(session, arguments.prometheus_textfile, metrics))
-    print(f"wrote {arguments.output}: {describe_forecast(table, arguments.horizon_days)}")
-    if arguments.usage_dataset is not None:
-        _mechanism_forecast(session, arguments, rows, at, params)
+    print(f"wrote {arguments.output}: {describe_forecast(table, settings.horizon_days)}")
     return 0
 
 
 def _mechanism_forecast(
     session: SparkSession,
-    arguments: argparse.Namespace,
+    settings: ForecastSettings,
     rows: object,
     at: datetime,
     params: ForecastParams,
-) -> None:
-    """``history forecast --usage-dataset``: the mechanism forecast CSV."""
+) -> pd.DataFrame:
+    """``history forecast --usage-dataset``: the mechanism forecast's table (and its CSV with
+    ``--mechanism-output``)."""
     from pyspark.sql import DataFrame
 
     from spark_history import storage
@@ -195,19 +189,25 @@ def _mechanism_forecast(
     from spark_history.usage_forecast import load_usage, mechanism_volumes
 
     assert isinstance(rows, DataFrame)
-    _check_input(session, arguments.usage_dataset)
+    assert settings.usage_dataset is not None
+    dataset, output = settings.usage_dataset, settings.mechanism_output
+    _check_input(session, dataset)
     with step("mechanism forecast"), _progress(session):
-        usage = _spark_call(lambda: load_usage(session, arguments.usage_dataset))
+        usage = _spark_call(lambda: load_usage(session, dataset))
         table = _spark_call(lambda: mechanism_volumes(usage, rows, at, params).toPandas())
-    table = table.sort_values(["hoursToFull", "brokerId", "volumeName"], na_position="last")
-    csv_text = table[list(MECHANISM_COLUMNS)].to_csv(index=False)
-    _spark_call(lambda: storage.write_text(session, arguments.mechanism_output, csv_text))
-    filling = int(table["hoursToFull"].notna().sum())
+    table = table.sort_values(["hoursToHardLimit", "brokerId", "volumeName"], na_position="last")
+    filling = int(table["hoursToHardLimit"].notna().sum())
     print(
-        f"wrote {arguments.mechanism_output}: {len(table)} volumes with topic usage, "
-        f"{filling} forecast by their topics' retention to reach the hard limit within "
-        f"{arguments.horizon_days:g} days"
+        f"mechanism: {len(table)} volumes with topic usage, {filling} forecast by their "
+        f"topics' write rates and retention to reach the hard limit within "
+        f"{settings.horizon_days:g} days",
+        file=sys.stderr,
     )
+    if output is not None:
+        csv_text = table[list(MECHANISM_COLUMNS)].to_csv(index=False)
+        _spark_call(lambda: storage.write_text(session, output, csv_text))
+        print(f"wrote {output}")
+    return table
 
 
 def describe_forecast(table: object, horizon_days: float) -> str:
@@ -234,17 +234,14 @@ def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.report import PanelParams, write_report
     from spark_history.usage_forecast import load_usage
 
-    if arguments.max_plotted < 1:
-        raise HistoryUsageError("--max-plotted must be at least 1")
-    if arguments.growth_weeks < 1:
-        raise HistoryUsageError("--growth-weeks must be at least 1")
+    settings = load_options(ReportSettings, arguments)
     panels = PanelParams(
-        growth_weeks=arguments.growth_weeks,
-        max_clock_skew_seconds=arguments.max_clock_skew_seconds,
+        growth_weeks=settings.growth_weeks,
+        max_clock_skew_seconds=settings.max_clock_skew_seconds,
     )
-    at = _evaluation_time(arguments.at)
-    tuning = _tuning_params(arguments)
-    forecast_params = _forecast_params(arguments)
+    at = _evaluation_time(settings.at)
+    tuning = _tuning_params(settings)
+    forecast_params = _forecast_params(settings)
     _check_local_input(arguments.input)
     session = _session(arguments)
     _check_input(session, arguments.input)
@@ -253,10 +250,11 @@ def run_report(arguments: argparse.Namespace) -> int:
         if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
             raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
         usage = None
-        if arguments.usage_dataset is not None:
-            _check_local_input(arguments.usage_dataset)
-            _check_input(session, arguments.usage_dataset)
-            usage = _spark_call(lambda: load_usage(session, arguments.usage_dataset))
+        dataset = settings.usage_dataset
+        if dataset is not None:
+            _check_local_input(dataset)
+            _check_input(session, dataset)
+            usage = _spark_call(lambda: load_usage(session, dataset))
         files = _spark_call(
             lambda: write_report(
                 rows,
@@ -264,7 +262,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 arguments.output_dir,
                 forecast_params=forecast_params,
                 tuning=tuning,
-                max_plotted=arguments.max_plotted,
+                max_plotted=settings.max_plotted,
                 tombstones=load_tombstones(session, arguments.input),
                 receipts=load_receipts(session, arguments.input),
                 panels=panels,
@@ -275,31 +273,30 @@ def run_report(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _forecast_params(arguments: argparse.Namespace) -> ForecastParams:
-    from spark_history.history_settings import load_history as load_settings
+def _forecast_params(settings: AnalysisSettings) -> ForecastParams:
     from spark_history.trend_forecast import ForecastParams
 
     return ForecastParams(
-        lookback_hours=arguments.lookback_days * 24.0,
-        horizon_hours=arguments.horizon_days * 24.0,
-        retired_after_hours=arguments.retired_after_hours,
-        bucket_seconds=load_settings(history_bucket=arguments.history_bucket).history_bucket,
+        lookback_hours=settings.lookback_days * 24.0,
+        horizon_hours=settings.horizon_days * 24.0,
+        retired_after_hours=settings.retired_after_hours,
+        bucket_seconds=settings.history_bucket,
     )
 
 
-def _tuning_params(arguments: argparse.Namespace) -> TuningParams:
+def _tuning_params(settings: ReportSettings) -> TuningParams:
     from spark_history.cluster_replay import ReplayPolicy
     from spark_history.thresholds import DEFAULT_HARD_GRID, DEFAULT_SOFT_GRID, TuningParams
 
     params = TuningParams(
-        soft_grid=arguments.soft_grid or DEFAULT_SOFT_GRID,
-        hard_grid=arguments.hard_grid or DEFAULT_HARD_GRID,
-        min_warning_hours=arguments.min_warning_hours,
-        lookback_hours=arguments.replay_days * 24.0,
+        soft_grid=settings.soft_grid or DEFAULT_SOFT_GRID,
+        hard_grid=settings.hard_grid or DEFAULT_HARD_GRID,
+        min_warning_hours=settings.min_warning_hours,
+        lookback_hours=settings.replay_days * 24.0,
         policy=ReplayPolicy(
-            stale_after_seconds=arguments.stale_after_minutes * 60.0,
-            on_missing_pause=arguments.on_missing == "PAUSE",
-            retired_after_seconds=arguments.retired_after_hours * 3600.0,
+            stale_after_seconds=settings.stale_after_minutes * 60.0,
+            on_missing_pause=settings.on_missing == "PAUSE",
+            retired_after_seconds=settings.retired_after_hours * 3600.0,
         ),
     )
     if not params.candidates():
@@ -307,14 +304,9 @@ def _tuning_params(arguments: argparse.Namespace) -> TuningParams:
     return params
 
 
-def _evaluation_time(text: str | None) -> datetime:
-    """``--at`` as an aware datetime (now when absent); a bad value is a usage error."""
-    if text is None:
-        return datetime.now(UTC)
-    try:
-        return iso_instant(text)
-    except argparse.ArgumentTypeError as error:
-        raise HistoryUsageError(f"--at: {error}") from None
+def _evaluation_time(at: datetime | None) -> datetime:
+    """``--at`` (validated with the settings), or now when it was not given."""
+    return datetime.now(UTC) if at is None else at
 
 
 def _check_local_input(uri: str) -> None:

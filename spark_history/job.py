@@ -12,7 +12,7 @@ does not fetch it itself. Example, with the jars ``volume-quota history ingest``
 
     spark-submit --master local[2] \
         --jars "$(ls ~/.cache/volume-quota/spark-kafka-4.0.0/*.jar | paste -sd,)" \
-        spark_history/job.py ingest --source kafka --bootstrap ... --topic ... \
+        spark_history/job.py ingest --source kafka --bootstrap-servers ... --topic ... \
         --checkpoint ck --output history
 """
 

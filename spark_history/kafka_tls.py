@@ -15,10 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
 
 from spark_history.errors import HistoryUsageError
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
+
+    from spark_history.source_settings import KafkaSourceSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,7 @@ class TlsFiles:
     keystore_password: str | None = None
     truststore: Path | None = None
     truststore_password: str | None = None
+    verify_hostname: bool = True
 
     @property
     def enabled(self) -> bool:
@@ -38,6 +45,25 @@ class TlsFiles:
             path is not None
             for path in (self.ca, self.cert, self.key, self.keystore, self.truststore)
         )
+
+
+def tls_files(settings: KafkaSourceSettings) -> TlsFiles:
+    """The TLS files and passwords of the history's Kafka settings."""
+    return TlsFiles(
+        ca=settings.tls_ca_file,
+        cert=settings.tls_cert_file,
+        key=settings.tls_key_file,
+        key_password=_secret(settings.tls_key_password),
+        keystore=settings.tls_keystore_file,
+        keystore_password=_secret(settings.tls_keystore_password),
+        truststore=settings.tls_truststore_file,
+        truststore_password=_secret(settings.tls_truststore_password),
+        verify_hostname=settings.tls_verify_hostname,
+    )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return None if value is None else value.get_secret_value()
 
 
 @contextmanager
@@ -50,8 +76,10 @@ def kafka_tls_options(files: TlsFiles) -> Iterator[dict[str, str]]:
         if path is not None and not path.is_file():
             raise HistoryUsageError(f"TLS file {path} does not exist")
     if (files.cert is None) != (files.key is None):
-        raise HistoryUsageError("--ssl-cert and --ssl-key go together")
+        raise HistoryUsageError("--tls-cert-file and --tls-key-file go together")
     options = {"kafka.security.protocol": "SSL"}
+    if not files.verify_hostname:
+        options["kafka.ssl.endpoint.identification.algorithm"] = ""
     if files.ca is not None:
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = str(files.ca.resolve())

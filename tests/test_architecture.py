@@ -3,7 +3,8 @@
 - Pure modules (the functional core of every package) import no I/O library and read no clock.
 - ``schemas`` imports no other package of the project; ``consumer`` never imports ``publisher``;
   ``publisher`` imports only the consumer's pure core; neither the roles' cores nor
-  ``publisher`` import the application shell ``volume_quota``.
+  ``publisher`` import the application shell ``volume_quota``; ``spark_history`` takes its
+  options from the shared settings (``volume_quota.config``), never the shell's command line.
 - No module over 400 lines, no function over 60 lines except declarative tables; the same for
   the Java of the broker callback and of the Kafka quota suite (files and methods).
 """
@@ -154,6 +155,19 @@ def test_the_publisher_imports_only_the_consumers_core_and_never_the_shell() -> 
             assert top != "volume_quota", f"{path} imports the shell: {name}"
             if top == "consumer":
                 assert name in ALLOWED_FROM_CONSUMER_IN_PUBLISHER, f"{path} imports {name}"
+
+
+SHELL_COMMAND_LINE = ("volume_quota.arguments", "volume_quota.cli", "volume_quota.commands")
+"""The application shell's argparse layer: the history job takes its options from the shared
+settings models (``volume_quota.config``) instead, so every command spells a flag the same way."""
+
+
+def test_the_history_job_does_not_import_the_shells_command_line() -> None:
+    for path in package_files("spark_history"):
+        for name in imported_modules(path):
+            assert not any(
+                name == module or name.startswith(module + ".") for module in SHELL_COMMAND_LINE
+            ), f"{path.relative_to(REPOSITORY)} imports {name}"
 
 
 def test_the_production_import_path_does_not_need_the_test_cluster() -> None:

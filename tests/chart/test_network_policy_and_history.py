@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import shlex
+from pathlib import Path
+
 import pytest
 
+from spark_history.analysis_settings import ForecastSettings, ReportSettings
+from spark_history.commands import register
+from spark_history.history_settings import HistoryConcern
+from spark_history.settings_flags import load_options
+from spark_history.source_settings import IngestSettings
 from tests.chart.chart_tools import (
     CI_VALUES,
     RELEASE,
@@ -123,6 +134,59 @@ def test_the_history_job_ingests_then_forecasts_on_its_own_volume(
     assert tls["secret"]["secretName"] == f"{FULLNAME}-history-tls"
     assert history["securityContext"]["readOnlyRootFilesystem"] is True
     assert spec["automountServiceAccountToken"] is False
+
+
+def _history_commands(script: str, env: dict[str, str]) -> list[list[str]]:
+    """The script's ``volume-quota history`` command lines as words, the variables expanded as
+    the shell expands them."""
+    joined = script.replace("\\\n", " ")
+    commands = []
+    for line in joined.splitlines():
+        if line.strip().startswith("volume-quota"):
+            expanded = re.sub(r"\$(\w+)", lambda match: env[match.group(1)], line)
+            commands.append(shlex.split(expanded))
+    return commands
+
+
+def test_the_history_commands_are_accepted_by_the_history_job_as_written(
+    own_cluster: list[Manifest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [name for name in os.environ if name.startswith("VOLUME_QUOTA_")]:
+        monkeypatch.delenv(name)
+    spec = find(own_cluster, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    history = container(spec, "history")
+    env = env_values(history)
+    parser = argparse.ArgumentParser(prog="volume-quota")
+    history_parsers = parser.add_subparsers()
+    register(history_parsers)
+    history_actions = history_parsers.choices["history"]._subparsers
+    assert history_actions is not None
+    (actions,) = history_actions._group_actions
+    assert isinstance(actions.choices, dict)
+    settings_by_action: dict[str, type[HistoryConcern]] = {
+        "ingest": IngestSettings,
+        "forecast": ForecastSettings,
+        "report": ReportSettings,
+    }
+    loaded: dict[str, HistoryConcern] = {}
+    for words in _history_commands(history["command"][2], env):
+        flags = actions.choices[words[2]]._option_string_actions
+        # Spelled out: argparse would also take an abbreviation of a flag, or an old name.
+        assert [word for word in words if word.startswith("--") and word not in flags] == []
+        arguments = parser.parse_args(words[1:])
+        loaded[words[2]] = load_options(settings_by_action[words[2]], arguments)
+    assert set(loaded) == set(settings_by_action)
+    ingest = loaded["ingest"]
+    assert isinstance(ingest, IngestSettings)
+    assert ingest.bootstrap_servers == env["BOOTSTRAP_SERVERS"]
+    assert ingest.topic == env["TOPIC"]
+    tls = next(Path(m["mountPath"]) for m in history["volumeMounts"] if m["name"] == "tls")
+    assert (ingest.tls_ca_file, ingest.tls_cert_file, ingest.tls_key_file) == (
+        tls / "ca.crt",
+        tls / "tls.crt",
+        tls / "tls.key",
+    )
+    assert ingest.compact_min_files == 24
 
 
 def test_no_history_job_unless_asked(default_manifests: list[Manifest]) -> None:

@@ -26,6 +26,12 @@ plateau fills the forecast's whole 72 h window. What it does not assert, because
 cannot: the fill 12 h ahead just after a rate step (the window still holds the slower rate; one
 run in about ten missed it at origin +123 h), or no fill while the window still holds the climb
 to a plateau.
+
+The same origins score the mechanism forecast (``spark_history.mechanism_forecaster``: each
+topic at its write rate up to what its retention keeps, from the ingested usage and topic
+configs as they were at the origin): it must predict the fill at the last origins too, predict
+no fill on the plateau volume from the first origin its topic's retention was known (also while
+it climbs), and miss or falsely fill no more than the line over the three volumes.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from schemas.usage import TopicUsageDocument
 from spark_history.backtest import (
     BacktestConfig,
     BucketSeries,
+    Forecaster,
     OriginScore,
     SummaryRow,
     bucket_series,
@@ -68,6 +75,7 @@ from spark_history.backtest import (
 from spark_history.backtest_command import format_table
 from spark_history.backtest_forecasters import default_forecasters
 from spark_history.forecast_types import ForecastParams
+from spark_history.mechanism_forecaster import mechanism_forecaster
 from spark_history.sink_log import LOG_DIR, live_logs, parse_log
 from tests.publisher.daemon_harness import DaemonProcess
 from tests.real_broker.kafka_helpers import sidecar_settings, usage_records
@@ -126,6 +134,9 @@ BACKTEST_OPTIONS = ("--warmup", "24", "--origin-step", "2", "--horizon-days", "1
 BACKTEST_HORIZONS = "6,12,24"
 LAST_ORIGINS_HOURS = 6
 """The shortest horizon scored: the origins just before the crossing."""
+MECHANISM_PARAMS = ForecastParams(
+    horizon_hours=CONFIG.horizon_hours, bucket_seconds=float(BUCKET_SECONDS)
+)
 PLATEAU_STOP_HOURS = ForecastParams().fit_hours + 12
 """Once the forecast's line window holds only the plateau, and 12 hours more for the level to
 settle as retention starts deleting (the last false fills came 3 to 4 hours after the window
@@ -157,7 +168,9 @@ class RealHistory:
     fill_writer_stopped_at: float | None
     usage: UsageSeen
     ingested_usage: pd.DataFrame
-    """The usage dataset ``history ingest --usage-output`` wrote: kind, topic, retentionMs."""
+    """The usage dataset ``history ingest --usage-output`` wrote."""
+    mechanism_scores: dict[int, list[OriginScore]]
+    """The mechanism forecast (the trend where no usage is known yet) at the same origins."""
 
     def bucket_at(self, elapsed: float) -> int:
         """The bucket holding ``elapsed`` seconds of the run."""
@@ -218,6 +231,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> RealHistory:
     rows = dataset_rows(work / "dataset")
     series = {broker: series_of(rows, broker) for broker in range(3)}
     forecasters = default_forecasters(CONFIG)
+    ingested_usage = (
+        pa_dataset.dataset(sink_files(work / "usage"), format="parquet").to_table().to_pandas()
+    )
     return RealHistory(
         document=document,
         series=series,
@@ -225,10 +241,23 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> RealHistory:
         start=math.ceil(run.started_epoch / BUCKET_SECONDS),
         fill_writer_stopped_at=run.fill_writer_stopped_at,
         usage=usage,
-        ingested_usage=pa_dataset.dataset(sink_files(work / "usage"), format="parquet")
-        .to_table(columns=["kind", "topic", "retentionMs"])
-        .to_pandas(),
+        ingested_usage=ingested_usage,
+        mechanism_scores={
+            broker: score_series(
+                series[broker], [mechanism_of(ingested_usage, broker, forecasters[-1])], CONFIG
+            )
+            for broker in series
+        },
     )
+
+
+def mechanism_of(usage: pd.DataFrame, broker: int, trend: Forecaster) -> Forecaster:
+    """The mechanism forecast of ``broker``'s volume from the ingested usage (its own rows and
+    the cluster's topic configs), the trend where no usage is known yet."""
+    own = usage[(usage["brokerId"] == broker) & (usage["kind"] != "config")]
+    assert own["volumeName"].nunique() == 1, set(own["volumeName"])
+    rows = pd.concat([own, usage[usage["kind"] == "config"]], ignore_index=True)
+    return mechanism_forecaster(rows, MECHANISM_PARAMS, trend)
 
 
 def publisher_settings(cluster: LocalKafkaCluster, broker: int, volume: Path) -> dict[str, object]:
@@ -357,9 +386,9 @@ def ingest(cluster: LocalKafkaCluster, work: Path) -> str:
     identity = cluster.identity_files("consumer")
     result = history_command(
         "ingest", "--source", "kafka",
-        "--bootstrap", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
-        "--ssl-ca", str(identity.ca), "--ssl-cert", str(identity.cert),
-        "--ssl-key", str(identity.key),
+        "--bootstrap-servers", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
+        "--tls-ca-file", str(identity.ca), "--tls-cert-file", str(identity.cert),
+        "--tls-key-file", str(identity.key),
         "--checkpoint", str(work / "checkpoint"), "--output", str(work / "dataset"),
         "--usage-output", str(work / "usage"), "--usage-checkpoint", str(work / "usage-ck"),
         *SPARK_OPTIONS,
@@ -587,3 +616,57 @@ def test_no_fill_forecast_once_the_plateau_fills_the_line_window(history: RealHi
     assert false_fills == [], "the forecast fills a plateau:\n" + describe(
         false_fills, history.start
     )
+
+
+def test_the_mechanism_predicts_the_real_fill_at_the_last_origins(history: RealHistory) -> None:
+    """The mechanism forecast (rh-fill has no retention: unbounded at its write rate) predicts
+    the crossing at every origin within LAST_ORIGINS_HOURS before it, like the line."""
+    crossing = first_crossing(history.series[FILL_BROKER])
+    assert crossing is not None
+    mechanism = history.mechanism_scores[FILL_BROKER]
+    print("fill, the mechanism forecast:\n" + table(mechanism))
+    print(describe(mechanism, history.start))
+    last = [s for s in mechanism if 0 < crossing - s.origin <= LAST_ORIGINS_HOURS]
+    assert last, "no origin in the hours before the crossing"
+    missed = [s for s in last if s.miss]
+    assert missed == [], "the mechanism missed the real fill:\n" + describe(missed, history.start)
+
+
+def test_the_mechanism_knows_the_plateau_from_its_retention_before_the_line_does(
+    history: RealHistory,
+) -> None:
+    """rh-plateau's retention.ms bounds it at about 2 MiB/s x 30 s, under the hard limit: from
+    the first origin at which its config had been read, the mechanism forecast predicts no fill
+    on the plateau volume, also while it is still climbing, where the 72 h line cannot know
+    (PLATEAU_STOP_HOURS)."""
+    configs = history.ingested_usage
+    read = configs[(configs["kind"] == "config") & (configs["topic"] == "rh-plateau")]
+    assert not read.empty, "no config of rh-plateau was ingested"
+    first_read = pd.to_datetime(read["configReadAt"], utc=True).min().timestamp()
+    known = math.ceil(first_read / BUCKET_SECONDS)
+    mechanism = history.mechanism_scores[PLATEAU_BROKER]
+    line = [s for s in history.scores[PLATEAU_BROKER] if s.forecaster == "forecast"]
+    print("plateau, the line:\n" + table(line) + "\nthe mechanism:\n" + table(mechanism))
+    print(describe(mechanism, history.start))
+    scored = [s for s in mechanism if s.origin >= known]
+    assert scored, f"no origin after the config was read (bucket {known - history.start:+d} h)"
+    false_fills = [s for s in scored if s.false_fill]
+    assert false_fills == [], "the mechanism fills a bounded volume:\n" + describe(
+        false_fills, history.start
+    )
+
+
+def test_the_mechanism_beats_the_line_on_these_volumes(history: RealHistory) -> None:
+    """Over the three volumes, the mechanism forecast misses and falsely fills no more than the
+    line does (the forecast where no usage exists): it is kept only while it does."""
+    line = [
+        s for b in sorted(history.scores) for s in history.scores[b] if s.forecaster == "forecast"
+    ]
+    mechanism = [s for b in sorted(history.mechanism_scores) for s in history.mechanism_scores[b]]
+    print("all three volumes, the line:\n" + table(line) + "\nthe mechanism:\n" + table(mechanism))
+    print("events, the mechanism:\n" + table(history.mechanism_scores[EVENTS_BROKER]))
+
+    def wrong(scores: list[OriginScore]) -> int:
+        return sum(1 for s in scores if s.miss or s.false_fill)
+
+    assert wrong(mechanism) <= wrong(line), (wrong(mechanism), wrong(line))

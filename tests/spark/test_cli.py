@@ -149,13 +149,19 @@ def test_report_is_one_html_file_with_embedded_images(
                 "--compact-min-files",
                 "1",
             ],
-            "--compact-min-files must be at least 2",
+            "invalid setting compact_min_files (--compact-min-files, "
+            "VOLUME_QUOTA_COMPACT_MIN_FILES): Input should be greater than or equal to 2",
         ),
         (["compact", "--dataset", "/nonexistent/x"], "does not exist"),
-        (["compact", "--dataset", "{input}", "--min-files", "0"], "--min-files must be at least 2"),
+        (
+            ["compact", "--dataset", "{input}", "--min-files", "0"],
+            "invalid setting min_files (--min-files, VOLUME_QUOTA_MIN_FILES): Input should be "
+            "greater than or equal to 2",
+        ),
         (
             ["report", "--input", "{input}", "--output-dir", "d", "--growth-weeks", "0"],
-            "--growth-weeks must be at least 1",
+            "invalid setting growth_weeks (--growth-weeks, VOLUME_QUOTA_GROWTH_WEEKS): Input "
+            "should be greater than or equal to 1",
         ),
         (
             ["forecast", "--input", "{input}", "--output", "f.csv", "--history-bucket", "1.5s"],
@@ -184,3 +190,105 @@ def test_bad_input_is_one_line_and_exit_2(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
+
+
+@pytest.fixture
+def in_tmp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Relative paths of a run land in the test's own directory."""
+    monkeypatch.chdir(tmp_path)
+
+
+FORECAST = ["forecast", "--input", "{input}", "--output", "f.csv"]
+REPORT = ["report", "--input", "{input}", "--output-dir", "d"]
+INGEST = ["ingest", "--source", "kafka", "--checkpoint", "c", "--output", "o"]
+COMPACT = ["compact", "--dataset", "{input}"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "flag", "problem"),
+    [
+        ([*FORECAST, "--horizon-days", "0"], "--horizon-days", "greater than 0"),
+        ([*FORECAST, "--lookback-days", "-1"], "--lookback-days", "greater than 0"),
+        ([*FORECAST, "--retired-after-hours", "x"], "--retired-after-hours", "valid number"),
+        ([*FORECAST, "--horizon-days", "inf"], "--horizon-days", "finite number"),
+        ([*FORECAST, "--at", "2026-11-22"], "--at", "has no offset"),
+        ([*FORECAST, "--mechanism-output", "m.csv"], "--usage-dataset", "needs --usage-dataset"),
+        ([*REPORT, "--soft-grid", "5,101"], "--soft-grid", "less than or equal to 100"),
+        ([*REPORT, "--hard-grid", "-1"], "--hard-grid", "greater than or equal to 0"),
+        ([*REPORT, "--soft-grid", ","], "--soft-grid", "the list is empty"),
+        ([*REPORT, "--soft-grid", "5,ten"], "--soft-grid", "valid number"),
+        ([*REPORT, "--min-warning-hours", "0"], "--min-warning-hours", "greater than 0"),
+        ([*REPORT, "--replay-days", "0"], "--replay-days", "greater than 0"),
+        ([*REPORT, "--stale-after-minutes", "0"], "--stale-after-minutes", "greater than 0"),
+        ([*REPORT, "--on-missing", "CLOSE"], "--on-missing", "'PAUSE' or 'OPEN'"),
+        ([*REPORT, "--max-plotted", "0"], "--max-plotted", "greater than or equal to 1"),
+        ([*REPORT, "--max-clock-skew-seconds", "0"], "--max-clock-skew-seconds", "greater"),
+        ([*COMPACT, "--max-rows-per-file", "0"], "--max-rows-per-file", "greater than or equal"),
+        ([*INGEST, "--bootstrap-servers", "broker"], "--bootstrap-servers", "is not HOST:PORT"),
+        ([*INGEST, "--tls-cert-file", "c.pem"], "--tls-key-file", "is required with"),
+        (
+            [*INGEST, "--tls-ca-file", "ca.pem", "--tls-truststore-file", "t.p12"],
+            "--tls-truststore-file",
+            "not both",
+        ),
+        (
+            [*INGEST, "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-keystore-file", "s"],
+            "--tls-keystore-file",
+            "not both",
+        ),
+        ([*INGEST, "--kafka-option", "no-equals"], "--kafka-option", "is not KEY=VALUE"),
+        ([*INGEST, "--usage-input", "u.jsonl"], "--usage-input", "needs --usage-output"),
+        (INGEST, "--bootstrap-servers", "--source kafka needs"),
+        (["ingest", "--source", "jsonl", "--input", "{input}", "--checkpoint", "c", "--output",
+          "o", "--usage-output", "u"], "--usage-checkpoint", "--usage-output needs"),
+    ],
+)  # fmt: skip
+@pytest.mark.usefixtures("in_tmp_path")
+def test_a_bad_setting_is_one_line_naming_its_flag_and_exit_2(
+    arguments: list[str],
+    flag: str,
+    problem: str,
+    history_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [part.replace("{input}", str(history_file)) for part in arguments]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("volume-quota: error: ")
+    assert f"({flag}, VOLUME_QUOTA_" in lines[0]
+    assert problem in lines[0]
+
+
+@pytest.mark.usefixtures("in_tmp_path")
+def test_the_history_job_reaches_kafka_with_mutual_tls_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VOLUME_QUOTA_SECURITY_PROTOCOL", "SASL_SSL")
+    assert main(INGEST) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "security_protocol (--security-protocol, VOLUME_QUOTA_SECURITY_PROTOCOL)" in line
+    assert "mutual TLS (SSL) only" in line
+
+
+def test_a_bad_value_in_the_environment_or_the_config_file_names_it(
+    history_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    forecast = [part.replace("{input}", str(history_file)) for part in FORECAST]
+    monkeypatch.setenv("VOLUME_QUOTA_LOOKBACK_DAYS", "0")
+    assert main(forecast) == 2
+    assert "VOLUME_QUOTA_LOOKBACK_DAYS" in capsys.readouterr().err
+    monkeypatch.delenv("VOLUME_QUOTA_LOOKBACK_DAYS")
+    config = tmp_path / "history.toml"
+    config.write_text('max_plotted = 0\nlog_dirs = ["/kafka"]\n')
+    report = [part.replace("{input}", str(history_file)) for part in REPORT]
+    assert main([*report, "--config", str(config)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "max_plotted (--max-plotted, VOLUME_QUOTA_MAX_PLOTTED)" in line
+    config.write_text("max_plotted = 3\nmax_plotd = 4\n")
+    assert main([*report, "--config", str(config)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"unknown setting 'max_plotd' in {config}" in line

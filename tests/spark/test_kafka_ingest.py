@@ -72,9 +72,9 @@ def _ingest(cluster: LocalKafkaCluster, work: Path) -> str:
     identity = cluster.identity_files("consumer")
     command = [
         sys.executable, "-m", "spark_history", "ingest", "--source", "kafka",
-        "--bootstrap", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
-        "--ssl-ca", str(identity.ca), "--ssl-cert", str(identity.cert),
-        "--ssl-key", str(identity.key),
+        "--bootstrap-servers", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
+        "--tls-ca-file", str(identity.ca), "--tls-cert-file", str(identity.cert),
+        "--tls-key-file", str(identity.key),
         "--checkpoint", str(work / "checkpoint"), "--output", str(work / "dataset"),
         "--master", "local[2]", "--conf", "spark.driver.memory=1g",
         "--conf", "spark.sql.shuffle.partitions=2",

@@ -59,9 +59,9 @@ def _ingest(cluster: LocalKafkaCluster, work: Path) -> str:
     identity = cluster.identity_files("consumer")
     command = [
         sys.executable, "-m", "spark_history", "ingest", "--source", "kafka",
-        "--bootstrap", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
-        "--ssl-ca", str(identity.ca), "--ssl-cert", str(identity.cert),
-        "--ssl-key", str(identity.key),
+        "--bootstrap-servers", cluster.bootstrap_servers, "--topic", SNAPSHOT_TOPIC,
+        "--tls-ca-file", str(identity.ca), "--tls-cert-file", str(identity.cert),
+        "--tls-key-file", str(identity.key),
         "--checkpoint", str(work / "ck" / "snapshots"),
         "--output", str(work / "history" / "snapshots"),
         "--usage-output", str(work / "history" / "usage"),

@@ -104,3 +104,16 @@ def given_settings(arguments: argparse.Namespace, settings: Iterable[str]) -> di
     return {
         name: value for name in settings if (value := getattr(arguments, name, None)) is not None
     }
+
+
+def add_repeatable_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
+    """A flag given once per value (``--kafka-option A=1 --kafka-option B=2``): a list setting
+    whose environment variable or file entry holds the values instead."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    parser.add_argument(
+        flag_for(name),
+        dest=name,
+        action="append",
+        metavar=str(extra.get("metavar") or ""),
+        help=f"{field.description} (env {env_for(name)})",
+    )
