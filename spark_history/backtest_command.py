@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from spark_history.backtest_settings import BacktestSettings
 from spark_history.errors import HistoryUsageError
-from volume_quota.arguments import positive_number
+from spark_history.settings_flags import add_config_flag, add_options, load_options
 
 if TYPE_CHECKING:
-    from spark_history.backtest import SummaryRow
+    import pandas as pd
+    from pyspark.sql import SparkSession
 
-DEFAULT_HORIZONS = "6,24,72,168"
+    from spark_history.backtest import BacktestConfig, Forecaster, SummaryRow
 
 _DESCRIPTION = """\
 Score fill forecasts on the history itself, with rolling origins: at every origin (every
@@ -39,6 +41,10 @@ Forecasters, in the same run:
                          split conformal on the level errors of the same forecast at the
                          origins of the other half of the volumes (volumes alternate
                          between two halves), so no band is calibrated on its own volume
+  mechanism              with --usage-dataset: what 'history forecast --usage-dataset'
+                         answers, from the usage surveyed and the topic configs read up to
+                         the origin (each topic at its write rate up to what its retention
+                         keeps); the forecast's answer where a volume has no usage then
 
 The history is cut into buckets first (VOLUME_QUOTA_HISTORY_BUCKET or --history-bucket,
 default 1h; the maximum of a bucket is what crosses a limit). Every duration here and in the
@@ -63,6 +69,9 @@ columns (one line per forecaster and horizon H):
                reaches past H); "-" when the forecaster gave no band
   open         bands open on their late side: reported, never counted as covering
 
+Every option but the run's paths and Spark's is also VOLUME_QUOTA_<NAME> in the environment
+and NAME in the --config TOML file (e.g. horizon_days = 30): flags override the environment,
+which overrides the file.
 Spark runs in local mode (local[*]) unless --master says otherwise; --conf key=value passes
 any Spark setting. Progress goes to stderr. Exit status: 0 on success, 2 for a bad option,
 a missing or unreadable input, or no data.
@@ -95,72 +104,9 @@ def _backtest_options(parser: argparse.ArgumentParser) -> None:
         help="the Parquet dataset written by 'history ingest', or JSONL snapshot values "
         "(a file or a directory of files)",
     )
-    parser.add_argument(
-        "--at",
-        metavar="TIME",
-        help="score the history up to this ISO 8601 time only (default: all of it)",
-    )
-    parser.add_argument(
-        "--origin-step",
-        default="6",
-        metavar="HOURS",
-        help="hours between origins (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--warmup",
-        default="24",
-        metavar="HOURS",
-        help="history a volume needs before its first origin (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--horizon-days",
-        default="7",
-        metavar="DAYS",
-        help="the forecasters predict crossings within this horizon (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--horizons",
-        default=DEFAULT_HORIZONS,
-        metavar="H,H,...",
-        help="the horizons scored, in hours, each within --horizon-days (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--history-bucket",
-        metavar="DURATION",
-        help="bucket width, e.g. 1h or 1m (default: VOLUME_QUOTA_HISTORY_BUCKET, else 1h)",
-    )
+    add_options(parser, BacktestSettings)
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-
-
-def _whole_hours(option: str, text: str, scale: float = 1.0) -> float:
-    """A positive whole number of hours (``text`` times ``scale``); one usage line if not.
-
-    Checked here, not by argparse: a bad value is one error line, not a usage dump."""
-    try:
-        value = positive_number(text) * scale
-    except argparse.ArgumentTypeError as error:
-        raise HistoryUsageError(f"{option}: {error}") from None
-    if not value.is_integer():
-        raise HistoryUsageError(f"{option}: {text!r} is not a whole number of hours")
-    return value
-
-
-def _horizons(text: str, horizon_hours: float) -> tuple[float, ...]:
-    values = []
-    for part in text.split(","):
-        item = part.strip()
-        try:
-            value = float(item)
-        except ValueError:
-            raise HistoryUsageError(f"--horizons: {item!r} is not a number of hours") from None
-        if not (math.isfinite(value) and value > 0 and value.is_integer()):
-            raise HistoryUsageError(f"--horizons: {item!r} is not a whole number of hours")
-        if value > horizon_hours:
-            raise HistoryUsageError(
-                f"--horizons: {item} h is not within --horizon-days ({horizon_hours:g} h)"
-            )
-        values.append(value)
-    return tuple(sorted(set(values)))
+    add_config_flag(parser)
 
 
 def run_backtest(arguments: argparse.Namespace) -> int:
@@ -170,30 +116,28 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     from spark_history.command_runs import (
         _check_input,
         _check_local_input,
-        _evaluation_time,
         _progress,
         _session,
         _spark_call,
     )
     from spark_history.history_input import load_history
-    from spark_history.history_settings import load_history as load_settings
     from spark_history.session import step
 
-    settings = load_settings(history_bucket=arguments.history_bucket)
-    horizon_hours = _whole_hours("--horizon-days", arguments.horizon_days, 24.0)
+    settings = load_options(BacktestSettings, arguments)
     config = BacktestConfig(
-        origin_step_hours=_whole_hours("--origin-step", arguments.origin_step),
-        warmup_hours=_whole_hours("--warmup", arguments.warmup),
-        horizon_hours=horizon_hours,
-        horizons_hours=_horizons(arguments.horizons, horizon_hours),
+        origin_step_hours=settings.origin_step,
+        warmup_hours=settings.warmup,
+        horizon_hours=settings.horizon_hours,
+        horizons_hours=settings.scored_horizons(),
     )
-    until = None if arguments.at is None else _evaluation_time(arguments.at)
+    until = settings.at
     _check_local_input(arguments.input)
     session = _session(arguments)
     _check_input(session, arguments.input)
     with step("bucketing"), _progress(session):
         rows = _spark_call(lambda: load_history(session, arguments.input))
         buckets = _spark_call(lambda: bucket_rows(rows, settings.history_bucket, until).toPandas())
+        usage = _usage(session, settings)
     volumes = series_by_volume(buckets)
     if not volumes:
         raise HistoryUsageError(f"no snapshots in {arguments.input}")
@@ -204,6 +148,9 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     for number, (broker, volume, series) in enumerate(volumes, start=1):
         began = time.monotonic()
         forecasters = default_forecasters(config, calibrations[number - 1])
+        if usage is not None:
+            trend = forecasters[-1]
+            forecasters.append(usage.forecaster(broker, volume, config, trend))
         scored = score_series(series, forecasters, config)
         scores += scored
         origins = len({score.origin for score in scored})
@@ -221,6 +168,44 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     else:
         print(format_table(rows_out))
     return 0
+
+
+def _usage(session: SparkSession, settings: BacktestSettings) -> UsageHistory | None:
+    """The usage dataset rolled up to the backtest's buckets, collected; None without it."""
+    from spark_history.backtest_spark import usage_buckets, usage_by_volume
+    from spark_history.command_runs import _check_input, _check_local_input, _spark_call
+    from spark_history.usage_forecast import load_usage
+
+    if settings.usage_dataset is None:
+        return None
+    dataset = settings.usage_dataset
+    _check_local_input(dataset)
+    _check_input(session, dataset)
+    width, until = settings.history_bucket, settings.at
+    volume_rows, config_rows = usage_buckets(load_usage(session, dataset), width, until)
+    configs = _spark_call(config_rows.toPandas)
+    volumes = usage_by_volume(_spark_call(volume_rows.toPandas), configs)
+    return UsageHistory(volumes, configs, width)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageHistory:
+    """The collected usage, and the mechanism forecaster of each volume."""
+
+    volumes: dict[tuple[int, str], pd.DataFrame]
+    configs: pd.DataFrame
+    bucket_seconds: float
+
+    def forecaster(
+        self, broker: int, volume: str, config: BacktestConfig, trend: Forecaster
+    ) -> Forecaster:
+        """The mechanism of ``volume`` (the trend at origins without its usage)."""
+        from spark_history.backtest_forecasters import forecast_params
+        from spark_history.mechanism_forecaster import mechanism_forecaster
+
+        params = replace(forecast_params(config), bucket_seconds=self.bucket_seconds)
+        rows = self.volumes.get((broker, volume), self.configs)
+        return mechanism_forecaster(rows, params, trend)
 
 
 def _document(

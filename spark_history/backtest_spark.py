@@ -12,10 +12,11 @@ from datetime import datetime
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.backtest import BucketSeries
+from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 BUCKET_COLUMNS: tuple[str, ...] = (
     "brokerId",
@@ -67,4 +68,61 @@ def series_by_volume(buckets: pd.DataFrame) -> list[tuple[int, str, BucketSeries
             mean_times=ordered["meanTime"].to_numpy(dtype=np.float64),
         )
         result.append((int(broker), str(volume), series))
+    return result
+
+
+USAGE_VALUE_COLUMNS: tuple[str, ...] = (
+    "surveyedAt",
+    "bytes",
+    "partitions",
+    "activeSegmentBytes",
+    "transientBytes",
+    "unattributedBytes",
+)
+"""What the mechanism forecast reads of a ``topic`` or ``other`` usage row."""
+
+
+def _bucket_of(column: str, bucket_seconds: float) -> Column:
+    return F.ceil(F.unix_micros(F.col(column)) / 1e6 / F.lit(float(bucket_seconds))).cast("long")
+
+
+def usage_buckets(
+    usage: DataFrame, bucket_seconds: float, until: datetime | None
+) -> tuple[DataFrame, DataFrame]:
+    """The usage dataset rolled up to the backtest's buckets, for the mechanism forecaster:
+    per volume, kind, topic and bucket the newest survey's row; per topic and bucket the newest
+    config read. A bucket's newest survey is what the forecast at the bucket's end would see
+    last, and the rates read a point per bucket (one a minute would only cost time)."""
+    surveys = usage.where(F.col("kind").isin(TOPIC, OTHER))
+    configs = usage.where(F.col("kind") == CONFIG)
+    if until is not None:
+        surveys = surveys.where(F.col("surveyedAt") <= F.lit(until))
+        configs = configs.where(F.col("configReadAt") <= F.lit(until))
+    newest_survey = F.max_by(F.struct(*USAGE_VALUE_COLUMNS), "surveyedAt").alias("newest")
+    volume_rows = (
+        surveys.withColumn("bucket", _bucket_of("surveyedAt", bucket_seconds))
+        .groupBy("brokerId", "volumeName", "kind", "topic", "bucket")
+        .agg(newest_survey)
+        .select("brokerId", "volumeName", "kind", "topic", "newest.*")
+    )
+    config_values = ("configReadAt", *CONFIG_VALUE_COLUMNS)
+    newest_config = F.max_by(F.struct(*config_values), "configReadAt").alias("newest")
+    config_rows = (
+        configs.withColumn("bucket", _bucket_of("configReadAt", bucket_seconds))
+        .groupBy("topic", "bucket")
+        .agg(newest_config)
+        .select(F.lit(CONFIG).alias("kind"), "topic", "newest.*")
+    )
+    return volume_rows, config_rows
+
+
+def usage_by_volume(
+    volume_rows: pd.DataFrame, config_rows: pd.DataFrame
+) -> dict[tuple[int, str], pd.DataFrame]:
+    """Per (broker, volume) of collected :func:`usage_buckets` frames: its rows and every
+    config row (configs are cluster-wide), as ``mechanism_forecaster`` reads them."""
+    result = {}
+    for _, rows in volume_rows.groupby(["brokerId", "volumeName"], sort=True):
+        key = (int(rows["brokerId"].iloc[0]), str(rows["volumeName"].iloc[0]))
+        result[key] = pd.concat([rows, config_rows], ignore_index=True)
     return result
