@@ -3,8 +3,8 @@
 The rule is ``consumer.limits``: thresholds come from ``free_bytes_threshold`` itself (called
 once per distinct capacity), and states from :func:`judge_free_space_array`, the vectorised
 form of ``judge_free_space`` (a per-row Python call would cost minutes on a long history).
-``tests/spark_history_pure/test_decision_replay.py`` checks the two agree on every boundary case, so the
-replay cannot drift from what a consumer decides.
+``tests/spark_history_pure/test_decision_replay.py`` checks the two agree on every boundary
+case, so the replay cannot drift from what a consumer decides.
 
 What is measured, per candidate:
 - hours THROTTLE and hours PAUSE (each snapshot's state lasts until the next snapshot, at

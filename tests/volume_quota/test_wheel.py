@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -53,6 +54,14 @@ def test_the_wheel_of_the_packages_alone_installs_and_runs(tmp_path: Path) -> No
     run(sys.executable, "-m", "pip", "wheel", "--no-deps",
         "--quiet", "-w", wheels, source)  # fmt: skip
     (wheel,) = wheels.glob("kafka_volume_quota-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        packed = {name for name in archive.namelist() if name.endswith(".py")}
+    modules = {
+        path.relative_to(source).as_posix()
+        for package in PACKAGES
+        for path in (source / package).rglob("*.py")
+    }
+    assert modules - packed == set(), "modules of the tree missing from the wheel"
 
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
