@@ -54,7 +54,9 @@ def usage_at(
     return joined.assign(
         surveyedAt=pd.to_datetime(joined["surveyedAt"], utc=True),
         capacity=history.capacity,
-        consumed=float(history.means[-1]),
+        # The newest snapshot's level, as `history forecast` takes it: a bucket's maximum is
+        # its newest sample while the volume grows (its mean lags half a bucket).
+        consumed=float(history.maxima[-1]),
         hardThresholdBytes=history.capacity - history.limit,
     )
 
