@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -304,11 +304,9 @@ def test_a_sidecar_cut_off_from_kafka_fails_safe_everywhere_and_recovers(
     cluster.assert_only_open_or_fail_safe(list(range(BROKERS)), start)
 
 
-def snapshots_per_second(
-    cluster: FaultCluster, broker: int, since: datetime, until: datetime
-) -> float:
-    """How many snapshots of ``broker`` dated in [since, until] the topic holds, per second;
-    every record of that broker in the topic must be a whole, valid snapshot."""
+def broker_snapshots(cluster: FaultCluster, broker: int) -> list[VolumeSnapshot]:
+    """Every snapshot of ``broker`` the topic holds; each of its records must be a whole, valid
+    snapshot."""
     records = read_whole_partition(
         cluster.kafka.client_config("consumer"), SNAPSHOT_TOPIC, group_id="volume-quota-consumer"
     )
@@ -320,8 +318,31 @@ def snapshots_per_second(
     ]
     snapshots = [snapshot for snapshot in decoded if isinstance(snapshot, VolumeSnapshot)]
     assert len(snapshots) == len(decoded), [s for s in decoded if s not in snapshots]
-    dated = [snapshot for snapshot in snapshots if since <= snapshot.snapshot_at <= until]
-    return len(dated) / (until - since).total_seconds()
+    return snapshots
+
+
+def snapshots_per_second(
+    snapshots: Sequence[VolumeSnapshot], spans: Sequence[tuple[datetime, datetime]]
+) -> float:
+    """How many of ``snapshots`` are dated within ``spans``, per second of the spans."""
+    dated = [s for s in snapshots if any(since <= s.snapshot_at <= until for since, until in spans)]
+    return len(dated) / sum((until - since).total_seconds() for since, until in spans)
+
+
+def start_and_wait_for_a_snapshot(cluster: FaultCluster, broker: int) -> datetime:
+    """Start ``broker``'s sidecar and wait until the topic holds a snapshot it dated after the
+    start; return that snapshot's date (the sidecar publishes from then on)."""
+    started = datetime.now(UTC)
+    cluster.sidecars[broker].start()
+    first: list[datetime] = []
+
+    def published() -> bool:
+        first[:] = sorted(s.snapshot_at for s in broker_snapshots(cluster, broker))
+        first[:] = [at for at in first if at >= started][:1]
+        return bool(first)
+
+    wait_for("the restarted sidecar's first snapshot", published, 60, interval_s=0.2)
+    return first[0]
 
 
 def test_a_publisher_killed_mid_publish_leaves_no_torn_record_nor_file(
@@ -338,19 +359,17 @@ def test_a_publisher_killed_mid_publish_leaves_no_torn_record_nor_file(
         {"VOLUME_QUOTA_HEARTBEAT_INTERVAL": "0.05s", "VOLUME_QUOTA_SAMPLE_INTERVAL": "0.05s"}
     )
     start = time.monotonic()
+    publishing: list[tuple[datetime, datetime]] = []
     try:
-        sidecar.start()
-        cluster.wait_all_open("OPEN with the fast publisher")
-        published_from = datetime.now(UTC)
         kills = random.Random(14)
-        for _ in range(3):  # each incarnation needs about a second to start publishing
-            time.sleep(kills.uniform(2.5, 3.5))
+        for incarnation in range(4):  # killed three times and restarted, then left dead
+            first_snapshot = start_and_wait_for_a_snapshot(cluster, victim)
+            if incarnation == 0:
+                cluster.wait_all_open("OPEN with the fast publisher")
+            time.sleep(kills.uniform(1.5, 2.5))
             sidecar.kill()
-            sidecar.start()
-        time.sleep(kills.uniform(2.5, 3.5))
-        sidecar.kill()
+            publishing.append((first_snapshot, datetime.now(UTC)))
         killed = time.monotonic()
-        published_until = datetime.now(UTC)
     finally:
         sidecar.environment.clear()
         sidecar.environment.update(normal)
@@ -377,7 +396,7 @@ def test_a_publisher_killed_mid_publish_leaves_no_torn_record_nor_file(
     assert time.monotonic() - killed >= STALE_AFTER_S - 3 - 0.5
     assert cluster.watch.unreadable(victim, start) == 0, "a reader saw a torn decision file"
 
-    rate = snapshots_per_second(cluster, victim, published_from, published_until)
+    rate = snapshots_per_second(broker_snapshots(cluster, victim), publishing)
     cluster.figures.record("sidecar_sigkill.snapshots_per_second_while_killed", rate)
     assert rate > 2, "the sidecar was not publishing fast enough for a kill to land mid-publish"
     leftovers = list(cluster.decision_files[victim].parent.glob(f".broker-{victim}.json.*.tmp"))
