@@ -15,14 +15,18 @@ DEFAULT_USAGE_INTERVAL_SECONDS = 60.0
 
 
 class UsageTopicSettings(SettingsBase):
-    """Where topic usage documents are: published by sidecars, read by ``status``."""
+    """Where topic usage documents are: published by sidecars and the agent, read by the
+    decider, ``status`` and ``history ingest``."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
 
     usage_topic: str = Field(
         DEFAULT_USAGE_TOPIC,
         min_length=1,
-        **help_text("the compacted topic of topic usage documents (read by status)", "NAME"),
+        **help_text(
+            "the compacted topic of topic usage documents (which topic fills each volume)",
+            "NAME",
+        ),
     )
 
 
