@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from spark_history.backtest_settings import BacktestSettings
@@ -22,16 +21,10 @@ from spark_history.errors import HistoryUsageError
 from spark_history.settings_flags import add_config_flag, add_options, load_options
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import SparkSession
 
-    from spark_history.forecast.backtest.rolling_origin import (
-        BacktestConfig,
-        BucketSeries,
-        Forecaster,
-        SummaryRow,
-    )
-    from spark_history.forecast.conformal_bands import Calibration
+    from spark_history.forecast.backtest.rolling_origin import SummaryRow
+    from spark_history.forecast.backtest.volume_forecasters import UsageHistory
 
 _DESCRIPTION = """\
 Score fill forecasts on the history itself, with rolling origins: at every origin (every
@@ -130,6 +123,7 @@ def run_backtest(arguments: argparse.Namespace) -> int:
         summarize,
     )
     from spark_history.forecast.backtest.spark_buckets import bucket_rows, series_by_volume
+    from spark_history.forecast.backtest.volume_forecasters import volume_forecasters
     from spark_history.history_input import load_history
     from spark_history.session import step
 
@@ -176,43 +170,10 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def volume_forecasters(
-    volumes: Sequence[tuple[int, str, BucketSeries]],
-    config: BacktestConfig,
-    usage: UsageHistory | None,
-) -> list[list[Forecaster]]:
-    """Per volume, the forecasters it is scored with: ``linear-6h``, ``linear-72h``, the
-    forecast, and with ``usage`` the mechanism, each band calibrated on the other fold's
-    volumes (``forecasters.fold_calibrations``)."""
-    from spark_history.forecast.backtest.forecasters import (
-        calibration_samples,
-        cross_fitted,
-        default_forecasters,
-        fold_calibrations,
-        forecast_params,
-    )
-    from spark_history.forecast.backtest.mechanism_forecaster import NO_ANSWER
-
-    calibrations = cross_fitted([series for _, _, series in volumes], config)
-    forecasters = [default_forecasters(config, calibration) for calibration in calibrations]
-    if usage is None:
-        return forecasters
-    samples = [
-        calibration_samples(series, usage.forecaster(broker, volume, config, NO_ANSWER), config)
-        for broker, volume, series in volumes
-    ]
-    coverage = forecast_params(config).band_coverage
-    for (broker, volume, _), own, calibration in zip(
-        volumes, forecasters, fold_calibrations(samples, coverage), strict=True
-    ):
-        own.append(usage.forecaster(broker, volume, config, own[-1], calibration))
-    return forecasters
-
-
 def _usage(session: SparkSession, settings: BacktestSettings) -> UsageHistory | None:
     """The usage dataset rolled up to the backtest's buckets, collected; None without it."""
     from spark_history.command_runs import _check_input, _check_local_input, _spark_call
-    from spark_history.forecast.backtest.spark_buckets import usage_buckets, usage_by_volume
+    from spark_history.forecast.backtest.spark_buckets import usage_history
     from spark_history.forecast.spark_mechanism import load_usage
 
     if settings.usage_dataset is None:
@@ -220,37 +181,8 @@ def _usage(session: SparkSession, settings: BacktestSettings) -> UsageHistory | 
     dataset = settings.usage_dataset
     _check_local_input(dataset)
     _check_input(session, dataset)
-    width, until = settings.history_bucket, settings.at
-    volume_rows, config_rows = usage_buckets(load_usage(session, dataset), width, until)
-    configs = _spark_call(config_rows.toPandas)
-    volumes = usage_by_volume(_spark_call(volume_rows.toPandas), configs)
-    return UsageHistory(volumes, configs, width)
-
-
-@dataclass(frozen=True, slots=True)
-class UsageHistory:
-    """The collected usage, and the mechanism forecaster of each volume."""
-
-    volumes: dict[tuple[int, str], pd.DataFrame]
-    configs: pd.DataFrame
-    bucket_seconds: float
-
-    def forecaster(
-        self,
-        broker: int,
-        volume: str,
-        config: BacktestConfig,
-        trend: Forecaster,
-        calibration: Calibration | None = None,
-    ) -> Forecaster:
-        """The mechanism of ``volume`` (``trend`` at origins without its usage), its band
-        from ``calibration``."""
-        from spark_history.forecast.backtest.forecasters import forecast_params
-        from spark_history.forecast.backtest.mechanism_forecaster import mechanism_forecaster
-
-        params = replace(forecast_params(config), bucket_seconds=self.bucket_seconds)
-        rows = self.volumes.get((broker, volume), self.configs)
-        return mechanism_forecaster(rows, params, trend, calibration=calibration)
+    usage = load_usage(session, dataset)
+    return _spark_call(lambda: usage_history(usage, settings.history_bucket, settings.at))
 
 
 def _document(

@@ -143,7 +143,7 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours)
+    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours, usage)
     planner_summary = planning_summary(planned) | capacity_summary(capacity)
     summary |= _panel_summary(quality, growth, panels) | planner_summary
     data = ReportData(

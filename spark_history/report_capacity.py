@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,6 @@ from spark_history.capacity_crossings import (
     fleet_sentence,
     group_hours,
 )
-from spark_history.forecast.backtest.forecasters import cross_fitted, default_forecasters
 from spark_history.forecast.backtest.rolling_origin import (
     DEFAULT_HORIZONS_HOURS,
     BacktestConfig,
@@ -36,7 +35,12 @@ from spark_history.forecast.backtest.rolling_origin import (
     score_series,
     summarize,
 )
-from spark_history.forecast.backtest.spark_buckets import bucket_rows, series_by_volume
+from spark_history.forecast.backtest.spark_buckets import (
+    bucket_rows,
+    series_by_volume,
+    usage_history,
+)
+from spark_history.forecast.backtest.volume_forecasters import volume_forecasters
 from spark_history.forecast.trend import ForecastParams
 from spark_history.session import step
 
@@ -58,6 +62,7 @@ FORECASTER_NAMES = {
     "forecast": "the forecast",
     "linear-6h": "predict_linear 6 h",
     "linear-72h": "predict_linear 72 h",
+    "mechanism": "the mechanism",
 }
 
 
@@ -140,11 +145,16 @@ def backtest_config(window_buckets: float) -> BacktestConfig | None:
 
 
 def backtest_panel(
-    rows: DataFrame, at: datetime, window_hours: float, bucket_seconds: float
+    rows: DataFrame,
+    at: datetime,
+    window_hours: float,
+    bucket_seconds: float,
+    usage: DataFrame | None = None,
 ) -> BacktestPanel:
     """Spark buckets the last ``window_hours`` (at most :data:`BACKTEST_MAX_BUCKETS`); the
-    backtest core scores linear-6h, linear-72h and the forecast (its band cross-fitted) at a
-    few rolling origins of every volume."""
+    backtest core scores linear-6h, linear-72h, the forecast and with the ``usage`` dataset the
+    mechanism (bands cross-fitted: ``volume_forecasters``) at a few rolling origins of every
+    volume."""
     buckets = min(window_hours * 3600.0 / bucket_seconds, float(BACKTEST_MAX_BUCKETS))
     config = backtest_config(buckets)
     if config is None:
@@ -152,11 +162,16 @@ def backtest_panel(
     window = window_rows(rows, at, buckets * bucket_seconds / 3600.0)
     window, in_window = _sampled(window.where(F.col("volumeName").isNotNull()))
     volumes = series_by_volume(bucket_rows(window, bucket_seconds, at).toPandas())
-    series = [entry for _, _, entry in volumes]
-    calibrations = cross_fitted(series, config)
+    history = None
+    if usage is not None:
+        since = at - timedelta(seconds=buckets * bucket_seconds)
+        keys = window.select("brokerId", "volumeName").distinct()
+        history = usage_history(usage, bucket_seconds, at, keys, since)
     scores = []
-    for one, calibration in zip(series, calibrations, strict=True):
-        scores += score_series(one, default_forecasters(config, calibration), config)
+    for (_, _, one), forecasters in zip(
+        volumes, volume_forecasters(volumes, config, history), strict=True
+    ):
+        scores += score_series(one, forecasters, config)
     summary = summarize(scores)
     if not summary:
         return _empty_backtest(len(volumes), "No volume has enough history to backtest.")
@@ -205,8 +220,8 @@ def _backtest_frame(summary: list[SummaryRow]) -> pd.DataFrame:
 
 def backtest_sentence(summary: list[SummaryRow]) -> str:
     """Which forecaster does better: the fewest wrong calls (misses plus false fills, every
-    horizon together), then the smallest mean of the horizons' median errors; and how often the
-    forecast's band covered."""
+    horizon together), then the smallest mean of the horizons' median errors; and how often
+    the forecast's and the mechanism's bands covered."""
     wrong: dict[str, int] = {}
     errors: dict[str, list[float]] = {}
     for row in summary:
@@ -229,12 +244,18 @@ def backtest_sentence(summary: list[SummaryRow]) -> str:
         verdict = f"{best[0]} does better (the fewest wrong calls)"
     calls = ", ".join(f"{_name(name)} {wrong[name]}" for name in wrong)
     origins = max(row.origins for row in summary)
-    banded = sum(row.banded for row in summary if row.forecaster == "forecast")
-    covered = sum(row.covered for row in summary if row.forecaster == "forecast")
-    band = f" The forecast's band covered {covered} of {banded}." if banded else ""
+    bands = "".join(_band_sentence(summary, name) for name in ("forecast", "mechanism"))
     return (
         f"On this history, {verdict}: wrong calls (misses plus false fills, every horizon "
-        f"together, up to {origins} origins a horizon) {calls}.{band}"
+        f"together, up to {origins} origins a horizon) {calls}.{bands}"
+    )
+
+
+def _band_sentence(summary: list[SummaryRow], forecaster: str) -> str:
+    banded = sum(row.banded for row in summary if row.forecaster == forecaster)
+    covered = sum(row.covered for row in summary if row.forecaster == forecaster)
+    return (
+        f" {_name(forecaster).capitalize()}'s band covered {covered} of {banded}." if banded else ""
     )
 
 
@@ -249,14 +270,18 @@ class CapacityPanels:
 
 
 def capacity_panels(
-    rows: DataFrame, at: datetime, params: ForecastParams, window_hours: float
+    rows: DataFrame,
+    at: datetime,
+    params: ForecastParams,
+    window_hours: float,
+    usage: DataFrame | None = None,
 ) -> CapacityPanels:
     """Both panels: the totals on the forecast's lookback, the backtest on the last
-    ``window_hours`` (the replay's window)."""
+    ``window_hours`` (the replay's window; the mechanism too with the ``usage`` dataset)."""
     with step("fleet and broker totals"):
         totals = capacity_totals(rows, at, params)
     with step("backtest of the forecast"):
-        backtest = backtest_panel(rows, at, window_hours, params.bucket_seconds)
+        backtest = backtest_panel(rows, at, window_hours, params.bucket_seconds, usage)
     return CapacityPanels(totals, backtest)
 
 

@@ -13,6 +13,7 @@ points away, (30 + 0.1/24) / 0.05 = 600 h 5 min after AT (2026-12-17T12:05Z); 80
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,17 @@ def test_the_backtest_sentence_counts_wrong_calls_then_errors() -> None:
     assert backtest_sentence(same).startswith(
         "On this history, predict_linear 72 h and the forecast do equally well"
     )
+
+
+def test_the_backtest_sentence_says_how_often_each_band_covered() -> None:
+    banded = [
+        replace(_row("forecast", 1, 0, 3.0), banded=10, covered=8),
+        replace(_row("mechanism", 0, 0, 1.0), banded=4, covered=4),
+    ]
+    sentence = backtest_sentence(banded)
+    assert sentence.startswith("On this history, the mechanism does better (the fewest wrong")
+    assert sentence.endswith(
+        "The forecast's band covered 8 of 10. The mechanism's band covered 4 of 4."
+    )
+    unbanded = [_row("forecast", 1, 0, 3.0), _row("mechanism", 0, 0, 1.0)]
+    assert "band" not in backtest_sentence(unbanded)

@@ -25,6 +25,7 @@ from spark_history.forecast.spark_mechanism import (
 from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
 from spark_history.history_input import load_history
 from spark_history.ingest import JsonlSource
+from spark_history.report_capacity import backtest_panel
 from spark_history.synthetic_jsonl import write_jsonl
 from spark_history.usage_documents import CONFIG, OTHER, TOPIC, USAGE_ROW_COLUMNS
 from spark_history.usage_ingest import run_usage_ingest
@@ -249,3 +250,12 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
         )
         assert row["hoursToCapacityHigh"] - row["hoursToCapacityLow"] < 2.0
         assert str(row["band"]).startswith("split-conformal 90% band, calibrated to 24 h")
+
+    # The report's backtest panel scores the mechanism beside the lines (at its few origins, 8
+    # a volume, too few errors to calibrate a band); both volumes grow by what `logs` writes.
+    panel = backtest_panel(history, at, float(hours), 3600.0, usage)
+    mechanism = panel.table[panel.table["forecaster"] == "mechanism"]
+    assert mechanism["origins"].sum() > 0
+    assert (mechanism["misses"] + mechanism["falseFills"]).sum() == 0
+    assert mechanism["errorP90Percent"].max() < 0.5
+    assert "the mechanism 0." in panel.sentence

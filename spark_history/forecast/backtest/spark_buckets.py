@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.forecast.backtest.rolling_origin import BucketSeries
+from spark_history.forecast.backtest.volume_forecasters import UsageHistory
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 BUCKET_COLUMNS: tuple[str, ...] = (
@@ -127,3 +128,22 @@ def usage_by_volume(
         key = (int(rows["brokerId"].iloc[0]), str(rows["volumeName"].iloc[0]))
         result[key] = pd.concat([rows, config_rows], ignore_index=True)
     return result
+
+
+def usage_history(
+    usage: DataFrame,
+    bucket_seconds: float,
+    until: datetime | None,
+    volumes: DataFrame | None = None,
+    since: datetime | None = None,
+) -> UsageHistory:
+    """The usage dataset rolled up to the buckets (:func:`usage_buckets`) and collected, of
+    every volume or only of ``volumes`` (``brokerId``, ``volumeName``), surveys after
+    ``since`` only (configs of any age: a retention read long ago still holds)."""
+    if since is not None:
+        usage = usage.where((F.col("kind") == CONFIG) | (F.col("surveyedAt") > F.lit(since)))
+    volume_rows, config_rows = usage_buckets(usage, bucket_seconds, until)
+    if volumes is not None:
+        volume_rows = volume_rows.join(F.broadcast(volumes), ["brokerId", "volumeName"])
+    configs = config_rows.toPandas()
+    return UsageHistory(usage_by_volume(volume_rows.toPandas(), configs), configs, bucket_seconds)

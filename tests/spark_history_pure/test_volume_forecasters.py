@@ -1,5 +1,5 @@
-"""``history backtest``'s forecasters per volume: the mechanism's band is cross-fitted on the
-mechanism's own errors (no Spark: the command's pure part)."""
+"""The forecasters of ``history backtest`` and the report per volume: the mechanism's band is
+cross-fitted on the mechanism's own errors (pure: no Spark)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from spark_history.backtest_command import UsageHistory, volume_forecasters
 from spark_history.forecast.backtest.rolling_origin import BacktestConfig
+from spark_history.forecast.backtest.volume_forecasters import UsageHistory, volume_forecasters
 from spark_history.usage_documents import usage_rows, usage_verdict
 from tests.spark_history_pure.usage_factory import GB, encoded, growing_buckets, growing_cluster
 
