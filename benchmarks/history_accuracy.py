@@ -9,7 +9,7 @@ are scored the same way:
 - false fills on plateaued volumes: retention plateaus, sawtooth, idle and near-full-but-
   cleaned volumes (none ever fills) that the method says will fill within the horizon.
 
-The forecast runs on Spark (``forecast.forecast_volumes``, local mode) unless
+The forecast runs on Spark (``spark_trend.forecast_volumes``, local mode) unless
 ``--engine pandas`` is given (same code per volume, no Spark).
 
 Run: ``python -m benchmarks.history_accuracy`` (``--help`` for the knobs).
@@ -33,8 +33,12 @@ import pandas as pd
 
 from benchmarks.machine import describe_machine
 from spark_history import synthetic
-from spark_history.predict_linear import BASELINE_WINDOW_HOURS, FloatArray, predict_linear_hours
-from spark_history.trend_forecast import ForecastParams
+from spark_history.forecast.predict_linear import (
+    BASELINE_WINDOW_HOURS,
+    FloatArray,
+    predict_linear_hours,
+)
+from spark_history.forecast.trend import ForecastParams
 
 
 @dataclass
@@ -107,11 +111,11 @@ def envelope_predictions(
     frame: pd.DataFrame, config: synthetic.HistoryConfig, params: ForecastParams, engine: str
 ) -> dict[tuple[int, str], float | None]:
     if engine == "pandas":
-        from spark_history.pandas_forecast import forecast_volumes_pandas
+        from spark_history.forecast.pandas_trend import forecast_volumes_pandas
 
         table = forecast_volumes_pandas(frame, config.at, params)
     else:
-        from spark_history.forecast import forecast_volumes
+        from spark_history.forecast.spark_trend import forecast_volumes
         from spark_history.session import SessionSettings, build_session
 
         session = build_session(SessionSettings(master="local[2]"))

@@ -76,9 +76,9 @@ def prepare(rows: int, workdir: Path, seed: int) -> tuple[Path, int, int]:
 
 def run_size(rows: int, workdir: Path, seed: int, at: datetime) -> dict[str, object]:
     from spark_history.balance import balance
-    from spark_history.forecast import forecast_volumes
+    from spark_history.forecast.pandas_trend import forecast_volumes_pandas
+    from spark_history.forecast.spark_trend import forecast_volumes
     from spark_history.ingest import JsonlSource, run_ingest
-    from spark_history.pandas_forecast import forecast_volumes_pandas
     from spark_history.session import SessionSettings, StageProgress, build_session
     from spark_history.thresholds import TuningParams, threshold_tradeoffs
 

@@ -1,7 +1,7 @@
 """``volume-quota history backtest``: score the forecast against predict_linear on the history.
 
-Spark buckets the snapshots per volume (``backtest_spark``); the pure core
-(``backtest``) then scores every forecaster at rolling origins of every volume, in this
+Spark buckets the snapshots per volume (``spark_buckets``); the pure core
+(``rolling_origin``) then scores every forecaster at rolling origins of every volume, in this
 process. Nothing heavy is imported before the run function.
 """
 
@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
-    from spark_history.backtest import BacktestConfig, Forecaster, SummaryRow
+    from spark_history.forecast.backtest.rolling_origin import (
+        BacktestConfig,
+        BucketSeries,
+        Forecaster,
+        SummaryRow,
+    )
+    from spark_history.forecast.conformal_bands import Calibration
 
 _DESCRIPTION = """\
 Score fill forecasts on the history itself, with rolling origins: at every origin (every
@@ -36,7 +42,7 @@ fills to is its capacity minus its hard limit (the snapshots' hardThresholdBytes
 Forecasters, in the same run:
   linear-6h, linear-72h  Prometheus predict_linear: a least-squares line over the last 6 h
                          (node_exporter's alert) or 72 h, extrapolated from the origin
-  forecast               the history job's forecast (spark_history.trend_forecast), its
+  forecast               the history job's forecast (spark_history.forecast.trend), its
                          default parameters but --horizon-days, with its calibrated band:
                          split conformal on the level errors of the same forecast at the
                          origins of the other half of the volumes (volumes alternate
@@ -44,7 +50,8 @@ Forecasters, in the same run:
   mechanism              with --usage-dataset: what 'history forecast --usage-dataset'
                          answers, from the usage surveyed and the topic configs read up to
                          the origin (each topic at its write rate up to what its retention
-                         keeps); the forecast's answer where a volume has no usage then
+                         keeps); the forecast's answer where a volume has no usage then;
+                         its band calibrated the same way, on the mechanism's own errors
 
 The history is cut into buckets first (VOLUME_QUOTA_HISTORY_BUCKET or --history-bucket,
 default 1h; the maximum of a bucket is what crosses a limit). Every duration here and in the
@@ -110,9 +117,6 @@ def _backtest_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_backtest(arguments: argparse.Namespace) -> int:
-    from spark_history.backtest import BacktestConfig, score_series, summarize
-    from spark_history.backtest_forecasters import cross_fitted, default_forecasters
-    from spark_history.backtest_spark import bucket_rows, series_by_volume
     from spark_history.command_runs import (
         _check_input,
         _check_local_input,
@@ -120,6 +124,12 @@ def run_backtest(arguments: argparse.Namespace) -> int:
         _session,
         _spark_call,
     )
+    from spark_history.forecast.backtest.rolling_origin import (
+        BacktestConfig,
+        score_series,
+        summarize,
+    )
+    from spark_history.forecast.backtest.spark_buckets import bucket_rows, series_by_volume
     from spark_history.history_input import load_history
     from spark_history.session import step
 
@@ -142,16 +152,12 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     if not volumes:
         raise HistoryUsageError(f"no snapshots in {arguments.input}")
     started = time.monotonic()
-    calibrations = cross_fitted([series for _, _, series in volumes], config)
-    print(f"[backtest] band calibrated in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    every_forecaster = volume_forecasters(volumes, config, usage)
+    print(f"[backtest] bands calibrated in {time.monotonic() - started:.1f} s", file=sys.stderr)
     scores = []
     for number, (broker, volume, series) in enumerate(volumes, start=1):
         began = time.monotonic()
-        forecasters = default_forecasters(config, calibrations[number - 1])
-        if usage is not None:
-            trend = forecasters[-1]
-            forecasters.append(usage.forecaster(broker, volume, config, trend))
-        scored = score_series(series, forecasters, config)
+        scored = score_series(series, every_forecaster[number - 1], config)
         scores += scored
         origins = len({score.origin for score in scored})
         print(
@@ -170,11 +176,44 @@ def run_backtest(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def volume_forecasters(
+    volumes: Sequence[tuple[int, str, BucketSeries]],
+    config: BacktestConfig,
+    usage: UsageHistory | None,
+) -> list[list[Forecaster]]:
+    """Per volume, the forecasters it is scored with: ``linear-6h``, ``linear-72h``, the
+    forecast, and with ``usage`` the mechanism, each band calibrated on the other fold's
+    volumes (``forecasters.fold_calibrations``)."""
+    from spark_history.forecast.backtest.forecasters import (
+        calibration_samples,
+        cross_fitted,
+        default_forecasters,
+        fold_calibrations,
+        forecast_params,
+    )
+    from spark_history.forecast.backtest.mechanism_forecaster import NO_ANSWER
+
+    calibrations = cross_fitted([series for _, _, series in volumes], config)
+    forecasters = [default_forecasters(config, calibration) for calibration in calibrations]
+    if usage is None:
+        return forecasters
+    samples = [
+        calibration_samples(series, usage.forecaster(broker, volume, config, NO_ANSWER), config)
+        for broker, volume, series in volumes
+    ]
+    coverage = forecast_params(config).band_coverage
+    for (broker, volume, _), own, calibration in zip(
+        volumes, forecasters, fold_calibrations(samples, coverage), strict=True
+    ):
+        own.append(usage.forecaster(broker, volume, config, own[-1], calibration))
+    return forecasters
+
+
 def _usage(session: SparkSession, settings: BacktestSettings) -> UsageHistory | None:
     """The usage dataset rolled up to the backtest's buckets, collected; None without it."""
-    from spark_history.backtest_spark import usage_buckets, usage_by_volume
     from spark_history.command_runs import _check_input, _check_local_input, _spark_call
-    from spark_history.usage_forecast import load_usage
+    from spark_history.forecast.backtest.spark_buckets import usage_buckets, usage_by_volume
+    from spark_history.forecast.spark_mechanism import load_usage
 
     if settings.usage_dataset is None:
         return None
@@ -197,15 +236,21 @@ class UsageHistory:
     bucket_seconds: float
 
     def forecaster(
-        self, broker: int, volume: str, config: BacktestConfig, trend: Forecaster
+        self,
+        broker: int,
+        volume: str,
+        config: BacktestConfig,
+        trend: Forecaster,
+        calibration: Calibration | None = None,
     ) -> Forecaster:
-        """The mechanism of ``volume`` (the trend at origins without its usage)."""
-        from spark_history.backtest_forecasters import forecast_params
-        from spark_history.mechanism_forecaster import mechanism_forecaster
+        """The mechanism of ``volume`` (``trend`` at origins without its usage), its band
+        from ``calibration``."""
+        from spark_history.forecast.backtest.forecasters import forecast_params
+        from spark_history.forecast.backtest.mechanism_forecaster import mechanism_forecaster
 
         params = replace(forecast_params(config), bucket_seconds=self.bucket_seconds)
         rows = self.volumes.get((broker, volume), self.configs)
-        return mechanism_forecaster(rows, params, trend)
+        return mechanism_forecaster(rows, params, trend, calibration=calibration)
 
 
 def _document(

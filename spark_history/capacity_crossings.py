@@ -8,7 +8,7 @@ silent volume): a broker that misses an hour does not dip the fleet, one that le
 counting a day later.
 
 **Trend and crossings.** The group's used bytes get the per-volume forecast's trend
-(``trend_forecast.fitted_line``: the least-squares line over the last ``fit_hours``, 72 h,
+(``trend.fitted_line``: the least-squares line over the last ``fit_hours``, 72 h,
 Prometheus ``predict_linear``, with the same lookback and minimum history); a level is crossed
 when that line reaches the level's share of the group's capacity now, within the forecast's
 horizon. A group at or over a level now has *crossed* it, since the start of its newest run of
@@ -26,9 +26,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from spark_history.forecast_types import ForecastParams, Trend
-from spark_history.robust_trend import FloatArray
-from spark_history.trend_forecast import fitted_line, trend_of
+from spark_history.forecast.robust_trend import FloatArray
+from spark_history.forecast.trend import fitted_line, trend_of
+from spark_history.forecast.vocabulary import ForecastParams, Trend
 
 LEVELS_PERCENT: tuple[float, ...] = (70.0, 80.0, 90.0)
 SENTENCE_LEVEL = 80.0

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
+    from spark_history.forecast.trend import ForecastParams
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
-    from spark_history.trend_forecast import ForecastParams
 
 
 def run_ingest(arguments: argparse.Namespace) -> int:
@@ -132,9 +132,9 @@ def _compact(
 
 def run_forecast(arguments: argparse.Namespace) -> int:
     from spark_history import storage
-    from spark_history.forecast import forecast_volumes
-    from spark_history.forecast_choice import one_forecast
-    from spark_history.forecast_frame import FORECAST_COLUMNS
+    from spark_history.forecast.choice import one_forecast
+    from spark_history.forecast.envelope import FORECAST_COLUMNS
+    from spark_history.forecast.spark_trend import forecast_volumes
     from spark_history.history_input import load_history, load_tombstones
     from spark_history.prometheus import textfile
     from spark_history.session import step
@@ -184,9 +184,9 @@ def _mechanism_forecast(
     from pyspark.sql import DataFrame
 
     from spark_history import storage
-    from spark_history.mechanism_frame import MECHANISM_COLUMNS
+    from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS
+    from spark_history.forecast.spark_mechanism import load_usage, mechanism_volumes
     from spark_history.session import step
-    from spark_history.usage_forecast import load_usage, mechanism_volumes
 
     assert isinstance(rows, DataFrame)
     assert settings.usage_dataset is not None
@@ -230,9 +230,9 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 
 
 def run_report(arguments: argparse.Namespace) -> int:
+    from spark_history.forecast.spark_mechanism import load_usage
     from spark_history.history_input import load_history, load_receipts, load_tombstones
     from spark_history.report import PanelParams, write_report
-    from spark_history.usage_forecast import load_usage
 
     settings = load_options(ReportSettings, arguments)
     panels = PanelParams(
@@ -274,7 +274,7 @@ def run_report(arguments: argparse.Namespace) -> int:
 
 
 def _forecast_params(settings: AnalysisSettings) -> ForecastParams:
-    from spark_history.trend_forecast import ForecastParams
+    from spark_history.forecast.trend import ForecastParams
 
     return ForecastParams(
         lookback_hours=settings.lookback_days * 24.0,

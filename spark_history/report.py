@@ -31,8 +31,9 @@ from spark_history.clock_skew import (
     with_clock_skew,
 )
 from spark_history.data_quality import broker_quality, quality_sentence
-from spark_history.forecast import forecast_volumes
-from spark_history.forecast_choice import one_forecast
+from spark_history.forecast.choice import one_forecast
+from spark_history.forecast.spark_trend import forecast_volumes
+from spark_history.forecast.trend import ForecastParams
 from spark_history.incidents import incidents
 from spark_history.prometheus import textfile
 from spark_history.report_capacity import capacity_panels, capacity_summary
@@ -40,7 +41,6 @@ from spark_history.report_html import ReportData, render
 from spark_history.report_planning import Planning, planning, planning_summary
 from spark_history.session import step
 from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
-from spark_history.trend_forecast import ForecastParams
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
 
 REPORT_FILE = "report.html"
@@ -174,7 +174,7 @@ def _forecast(
     tombstones: DataFrame | None,
 ) -> tuple[pd.DataFrame, Planning]:
     """The forecast table, worst first (the mechanism's answer where the usage history has the
-    volume's topics, the trend's elsewhere: ``forecast_choice``), and the topic panels."""
+    volume's topics, the trend's elsewhere: ``choice``), and the topic panels."""
     with step("forecast"):
         trend = forecast_volumes(rows, at, forecast_params, tombstones).toPandas()
     with step("topics and headroom"):

@@ -1,6 +1,6 @@
 """The report's capacity panels: fleet and per-broker totals with the dates they cross 70, 80
 and 90 % (``capacity_crossings``), and the backtest of the forecast against predict_linear on
-the report's own history (``backtest``).
+the report's own history (``rolling_origin``).
 
 Spark reads only the window of each (date partitions pruned, ``broker_samples.window_rows``)
 and reduces it to one row per volume and bucket; the rest is the pure cores'.
@@ -20,15 +20,6 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history.backtest import (
-    DEFAULT_HORIZONS_HOURS,
-    BacktestConfig,
-    SummaryRow,
-    score_series,
-    summarize,
-)
-from spark_history.backtest_forecasters import cross_fitted, default_forecasters
-from spark_history.backtest_spark import bucket_rows, series_by_volume
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.capacity_crossings import (
     BROKER_HOUR_COLUMNS,
@@ -37,8 +28,17 @@ from spark_history.capacity_crossings import (
     fleet_sentence,
     group_hours,
 )
+from spark_history.forecast.backtest.forecasters import cross_fitted, default_forecasters
+from spark_history.forecast.backtest.rolling_origin import (
+    DEFAULT_HORIZONS_HOURS,
+    BacktestConfig,
+    SummaryRow,
+    score_series,
+    summarize,
+)
+from spark_history.forecast.backtest.spark_buckets import bucket_rows, series_by_volume
+from spark_history.forecast.trend import ForecastParams
 from spark_history.session import step
-from spark_history.trend_forecast import ForecastParams
 
 NO_RACK_NOR_CLUSTER = (
     "Cluster and rack totals need a cluster name and a rack per broker, which the snapshots "

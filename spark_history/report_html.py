@@ -18,6 +18,7 @@ from datetime import datetime
 import pandas as pd
 
 from schemas.wire_types import format_instant
+from spark_history.forecast.trend import ForecastParams
 from spark_history.report_capacity import NO_RACK_NOR_CLUSTER, CapacityPanels
 from spark_history.report_planning import WEEK_DAYS, Planning, headroom_text
 from spark_history.report_plots import (
@@ -29,7 +30,6 @@ from spark_history.report_plots import (
     weekly_growth_png,
 )
 from spark_history.thresholds import TuningParams
-from spark_history.trend_forecast import ForecastParams
 from spark_history.weekly_growth import growth_pivot
 
 _STYLE = """

@@ -13,9 +13,9 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from spark_history.fleet_planning import Headroom, headroom_after_losing_largest, topic_growth
-from spark_history.mechanism_frame import MECHANISM_COLUMNS
-from spark_history.trend_forecast import ForecastParams
-from spark_history.usage_forecast import mechanism_volumes, newest_snapshots, topic_series
+from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS
+from spark_history.forecast.spark_mechanism import mechanism_volumes, newest_snapshots, topic_series
+from spark_history.forecast.trend import ForecastParams
 
 TOP_TOPICS = 10
 WEEK_DAYS = 7.0
@@ -27,7 +27,7 @@ class Planning:
     topics: pd.DataFrame | None
     """``fleet_planning.TOPIC_GROWTH_COLUMNS``; None without the usage dataset."""
     mechanism: pd.DataFrame | None
-    """``mechanism_frame.MECHANISM_COLUMNS``, soonest fill first; None without the dataset."""
+    """``mechanism.usage_frame.MECHANISM_COLUMNS``, soonest fill first; None without the dataset."""
 
 
 def planning(

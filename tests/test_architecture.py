@@ -64,16 +64,20 @@ PURE_MODULES = (
     "volume_quota/server_properties",
     "volume_quota/kafka_client_config",
     "volume_quota/certificate_inspection",
-    "spark_history/forecast_types",
-    "spark_history/robust_trend",
-    "spark_history/backtest_bands",
-    "spark_history/trend_forecast",
+    "spark_history/forecast/vocabulary",
+    "spark_history/forecast/robust_trend",
+    "spark_history/forecast/conformal_bands",
+    "spark_history/forecast/trend",
+    "spark_history/forecast/envelope",
+    "spark_history/forecast/choice",
+    "spark_history/forecast/predict_linear",
     *(
-        f"spark_history/mechanism/{path.stem}"
-        for path in (REPOSITORY / "spark_history" / "mechanism").glob("[a-z]*.py")
+        f"spark_history/forecast/{folder}/{path.stem}"
+        for folder in ("mechanism", "backtest")
+        for path in (REPOSITORY / "spark_history" / "forecast" / folder).glob("[a-z]*.py")
+        if path.stem != "spark_buckets"
     ),
     "spark_history/usage_documents",
-    "spark_history/mechanism_frame",
     "spark_history/fleet_planning",
     "spark_history/decision_replay",
     "spark_history/override_history",

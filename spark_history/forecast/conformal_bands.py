@@ -27,7 +27,7 @@ measured that far ahead). Pure numpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,21 +120,44 @@ def crossing_band(
     horizon_hours: float,
     resolution_hours: float = 0.25,
 ) -> tuple[float, float | None] | None:
-    """The band on the time at which ``level + slope t`` reaches ``limit``: (early, late),
-    late None when open (the lower side of the level band does not reach the limit within
-    the calibrated horizons); None when ``trend`` has no calibration, or when the upper side
-    does not reach the limit within ``horizon_hours``."""
+    """The band on the time at which the line ``level + slope t`` reaches ``limit``:
+    :func:`path_crossing_band` of that line."""
+    return path_crossing_band(
+        calibration,
+        trend,
+        path=lambda hours: level + slope * hours,
+        limit=limit,
+        capacity=capacity,
+        horizon_hours=horizon_hours,
+        resolution_hours=resolution_hours,
+    )
+
+
+def path_crossing_band(
+    calibration: Calibration,
+    trend: str,
+    *,
+    path: Callable[[FloatArray], FloatArray],
+    limit: float,
+    capacity: float,
+    horizon_hours: float,
+    resolution_hours: float = 0.25,
+) -> tuple[float, float | None] | None:
+    """The band on the time at which the predicted used bytes ``path(hours)`` reach ``limit``:
+    (early, late), late None when open (the lower side of the level band does not reach the
+    limit within the calibrated horizons); None when ``trend`` has no calibration, or when the
+    upper side does not reach the limit within ``horizon_hours``."""
     steps = max(math.ceil(horizon_hours / resolution_hours), 1)
     hours = np.linspace(0.0, horizon_hours, steps + 1)
     errors = calibration.errors_at(trend, hours)
     if errors is None:
         return None
     lower, upper = errors
-    line = level + slope * hours
-    early_hits = np.flatnonzero(line + upper * capacity >= limit)
+    predicted = path(hours)
+    early_hits = np.flatnonzero(predicted + upper * capacity >= limit)
     if early_hits.size == 0:
         return None
-    late_hits = np.flatnonzero(line + np.nan_to_num(lower, nan=-np.inf) * capacity >= limit)
+    late_hits = np.flatnonzero(predicted + np.nan_to_num(lower, nan=-np.inf) * capacity >= limit)
     early = float(hours[early_hits[0]])
     late = float(hours[late_hits[0]]) if late_hits.size else None
     return early, late

@@ -1,7 +1,7 @@
 """One volume's hourly envelope (a pandas frame) to one forecast row: shared by Spark and pandas.
 
-``forecast.py`` runs :func:`forecast_group` per volume with ``applyInPandas``;
-``pandas_forecast.py`` runs it with a pandas ``groupby``. Both feed it the same hourly frame
+``spark_trend.py`` runs :func:`forecast_group` per volume with ``applyInPandas``;
+``pandas_trend.py`` runs it with a pandas ``groupby``. Both feed it the same hourly frame
 (columns of :data:`HOURLY_COLUMNS`), so the two implementations compute the same numbers.
 
 Data never stops the job: a volume whose forecast raises gets ``trend=error`` and the
@@ -22,15 +22,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from spark_history.backtest import BacktestConfig, BucketSeries
-from spark_history.backtest_bands import Calibration, Sample
-from spark_history.backtest_forecasters import calibration_samples, forecast_forecaster
-from spark_history.trend_forecast import (
+from spark_history.forecast.backtest.forecasters import calibration_samples, forecast_forecaster
+from spark_history.forecast.backtest.rolling_origin import BacktestConfig, BucketSeries
+from spark_history.forecast.conformal_bands import Calibration, Sample
+from spark_history.forecast.trend import (
     ForecastParams,
     Trend,
     VolumeForecast,
     forecast_hourly,
 )
+from spark_history.forecast.vocabulary import TREND
 
 HOURLY_COLUMNS: tuple[str, ...] = (
     "brokerId",
@@ -63,11 +64,8 @@ FORECAST_SCHEMA = (
 )
 """The forecast table, one row per volume (Spark DDL; the CSV has the same columns).
 
-``method`` is ``trend`` here; ``forecast_choice.one_forecast`` makes it ``mechanism`` where the
+``method`` is ``trend`` here; ``choice.one_forecast`` makes it ``mechanism`` where the
 usage history answers (``drivers`` and ``prevention`` then filled)."""
-
-TREND, MECHANISM = "trend", "mechanism"
-"""The values of ``method``."""
 
 FORECAST_COLUMNS: tuple[str, ...] = tuple(
     part.strip().split(" ")[0] for part in FORECAST_SCHEMA.split(",")
@@ -76,7 +74,7 @@ FORECAST_COLUMNS: tuple[str, ...] = tuple(
 _MAX_REASON = 300
 
 CALIBRATION_SCHEMA = "trend string, horizonHours double, error double"
-"""One backtest error of the forecast (Spark DDL): ``backtest_bands.Sample``."""
+"""One backtest error of the forecast (Spark DDL): ``conformal_bands.Sample``."""
 
 CALIBRATION_COLUMNS: tuple[str, ...] = ("trend", "horizonHours", "error")
 
@@ -86,10 +84,35 @@ def calibration_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFr
     forecast at origins every ``calibration_step_hours`` once ``fit_hours`` of it lie behind,
     its level error at each of ``calibration_horizons_hours``. Empty when the data of the
     volume cannot be scored (never raises for it)."""
+    config = calibration_config(params)
     try:
-        samples = _volume_samples(hourly, params)
+        samples = (
+            []
+            if config is None
+            else calibration_samples(bucket_series(hourly), forecast_forecaster(params), config)
+        )
     except Exception:  # one volume's data must not stop the job; it just calibrates nothing
         samples = []
+    return calibration_frame(samples)
+
+
+def calibration_config(params: ForecastParams) -> BacktestConfig | None:
+    """The backtest that calibrates the forecast's bands: origins every
+    ``calibration_step_hours`` once ``fit_hours`` lie behind, scored at the
+    ``calibration_horizons_hours`` within the horizon; None when none is."""
+    horizons = tuple(h for h in params.calibration_horizons_hours if h <= params.horizon_hours)
+    if not horizons:
+        return None
+    return BacktestConfig(
+        origin_step_hours=params.calibration_step_hours,
+        warmup_hours=params.fit_hours,
+        horizon_hours=params.horizon_hours,
+        horizons_hours=horizons,
+    )
+
+
+def calibration_frame(samples: list[Sample]) -> pd.DataFrame:
+    """``samples`` as :data:`CALIBRATION_COLUMNS` rows."""
     return pd.DataFrame(
         {
             # An explicit object dtype: an empty list would reach Arrow as a null column,
@@ -102,10 +125,12 @@ def calibration_group(hourly: pd.DataFrame, params: ForecastParams) -> pd.DataFr
     )
 
 
-def _volume_samples(hourly: pd.DataFrame, params: ForecastParams) -> list[Sample]:
+def bucket_series(hourly: pd.DataFrame) -> BucketSeries:
+    """One volume's hourly envelope as the backtest's series (its limit: its capacity; the
+    calibration scores levels, not crossings)."""
     ordered = hourly.sort_values("bucket")
     capacity = ordered["capacity"].to_numpy(dtype=np.float64)
-    series = BucketSeries(
+    return BucketSeries(
         index=ordered["bucket"].to_numpy(dtype=np.int64),
         maxima=ordered["maxConsumed"].to_numpy(dtype=np.float64),
         means=ordered["meanConsumed"].to_numpy(dtype=np.float64),
@@ -114,16 +139,6 @@ def _volume_samples(hourly: pd.DataFrame, params: ForecastParams) -> list[Sample
         limit=capacity,
         mean_times=ordered["meanHours"].to_numpy(dtype=np.float64),
     )
-    horizons = tuple(h for h in params.calibration_horizons_hours if h <= params.horizon_hours)
-    if not horizons:
-        return []
-    config = BacktestConfig(
-        origin_step_hours=params.calibration_step_hours,
-        warmup_hours=params.fit_hours,
-        horizon_hours=params.horizon_hours,
-        horizons_hours=horizons,
-    )
-    return calibration_samples(series, forecast_forecaster(params), config)
 
 
 def calibration_of(samples: pd.DataFrame, params: ForecastParams) -> Calibration:

@@ -1,7 +1,7 @@
 """The same forecast in one process with pandas: the benchmark's reference, and a parity check.
 
 Same hourly envelope (grouped max per volume and hour) and the same per-volume function
-(``forecast_frame.forecast_group``) as the Spark job, without Spark.
+(``envelope.forecast_group``) as the Spark job, without Spark.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from spark_history.forecast_frame import (
+from spark_history.forecast.envelope import (
     CALIBRATION_COLUMNS,
     FORECAST_COLUMNS,
     calibration_group,
     calibration_of,
     forecast_group,
 )
-from spark_history.trend_forecast import ForecastParams
+from spark_history.forecast.trend import ForecastParams
 
 
 def hourly_envelope_pandas(
@@ -56,7 +56,7 @@ def retired_hours_pandas(
     at: datetime,
     bucket_seconds: float = 3600.0,
 ) -> pd.DataFrame:
-    """``retiredHours`` per broker, as ``forecast.with_retirements`` computes it."""
+    """``retiredHours`` per broker, as ``spark_trend.with_retirements`` computes it."""
     result = hourly.copy()
     result["retiredHours"] = np.nan
     if tombstones is None or tombstones.empty:

@@ -4,8 +4,9 @@ For an origin ``at`` and the forecast's lookback: the ``topic`` and ``other`` ro
 dataset in the window, each topic joined with its newest ``config`` row read at or before
 ``at`` (configs are cluster-wide: whichever broker published them), and each volume with its
 newest snapshot in the window (capacity, consumed, the hard threshold). One
-``applyInPandas`` call per volume runs the pure projection (``spark_history.mechanism``, via
-``spark_history.mechanism_frame``). Only volumes with usage rows in the window get a row.
+``applyInPandas`` call per volume runs the pure projection (``spark_history.forecast.mechanism``,
+via ``spark_history.forecast.mechanism.usage_frame``). Only volumes with usage rows in the window
+get a row.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import window_rows
-from spark_history.mechanism_frame import MECHANISM_SCHEMA, mechanism_group
-from spark_history.trend_forecast import ForecastParams
+from spark_history.forecast.backtest.mechanism_forecaster import mechanism_calibration_group
+from spark_history.forecast.backtest.spark_buckets import usage_buckets
+from spark_history.forecast.conformal_bands import Calibration
+from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
+from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
+from spark_history.forecast.spark_trend import hourly_envelope
+from spark_history.forecast.trend import ForecastParams
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 
@@ -60,12 +66,55 @@ def newest_snapshots(snapshots: DataFrame, at: datetime, lookback_hours: float) 
     )
 
 
+def config_changes(configs: DataFrame) -> DataFrame:
+    """The ``config`` rows whose values differ from the topic's previous read (and each topic's
+    first): what the topic's configs were at any instant, in a few rows."""
+    values = F.struct(*CONFIG_VALUE_COLUMNS)
+    previous = F.lag(values).over(Window.partitionBy("topic").orderBy("configReadAt"))
+    return (
+        configs.withColumn("previous", previous)
+        .where(F.col("previous").isNull() | ~F.col("previous").eqNullSafe(values))
+        .drop("previous")
+    )
+
+
+def mechanism_calibration(
+    usage: DataFrame, snapshots: DataFrame, at: datetime, params: ForecastParams
+) -> Calibration:
+    """The calibration of the mechanism's band, as the trend's is calibrated: every volume's
+    mechanism forecast at past origins of the lookback window, scored against its hourly
+    envelope (``mechanism_forecaster.mechanism_calibration_group``), the errors pooled on the
+    driver. The usage is rolled up to the buckets first (``spark_buckets.usage_buckets``), and
+    the configs to their changes, which every volume's group receives."""
+    lookback_seconds = params.lookback_hours * params.bucket_seconds
+    window = _usage_window(usage, at, lookback_seconds)
+    volume_rows, _ = usage_buckets(window, params.bucket_seconds, at)
+    _, config_rows = usage_buckets(usage, params.bucket_seconds, at)
+    configs = config_changes(config_rows).toPandas()
+    hourly = hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds)
+    zero = at.timestamp()
+
+    def per_volume(envelope: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+        usage_rows = pd.concat([rows, configs], ignore_index=True) if len(rows) else rows
+        return mechanism_calibration_group(envelope, usage_rows, params, zero)
+
+    key = ["brokerId", "volumeName"]
+    samples = (
+        hourly.groupBy(*key)
+        .cogroup(volume_rows.groupBy(*key))
+        .applyInPandas(per_volume, CALIBRATION_SCHEMA)
+    )
+    return calibration_of(samples.toPandas(), params)
+
+
 def mechanism_volumes(
     usage: DataFrame, snapshots: DataFrame, at: datetime, params: ForecastParams | None = None
 ) -> DataFrame:
     """One mechanism forecast row per volume with usage rows in the lookback window before
-    ``at`` (``spark_history.mechanism_frame.MECHANISM_SCHEMA``)."""
+    ``at`` (``spark_history.forecast.mechanism.usage_frame.MECHANISM_SCHEMA``), its fill time
+    banded by :func:`mechanism_calibration`."""
     params = params or ForecastParams()
+    calibration = mechanism_calibration(usage, snapshots, at, params)
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
     rate_window_hours = params.fit_hours
@@ -79,7 +128,14 @@ def mechanism_volumes(
     origin = pd.Timestamp(at).tz_convert("UTC")
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
-        return mechanism_group(frame, origin, horizon_hours, bucket_seconds, rate_window_hours)
+        return mechanism_group(
+            frame,
+            origin,
+            horizon_hours,
+            bucket_seconds,
+            rate_window_hours,
+            calibration=calibration,
+        )
 
     return joined.groupBy("brokerId", "volumeName").applyInPandas(per_volume, MECHANISM_SCHEMA)
 

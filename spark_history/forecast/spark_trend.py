@@ -4,7 +4,7 @@ The heavy part (millions of snapshots) is a grouped max per volume and bucket (a
 ``ForecastParams.bucket_seconds`` says otherwise), done by Spark's SQL engine; only the few
 hundred bucket points of each volume cross to Python, in one
 ``applyInPandas`` call per volume, twice: once for the band's calibration (each volume's
-backtest errors, pooled on the driver), once for the forecast. See ``trend_forecast.py``.
+backtest errors, pooled on the driver), once for the forecast. See ``trend.py``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import bucket_offset, window_rows
-from spark_history.forecast_frame import (
+from spark_history.forecast.envelope import (
     CALIBRATION_SCHEMA,
     FORECAST_SCHEMA,
     calibration_group,
     calibration_of,
     forecast_group,
 )
-from spark_history.trend_forecast import ForecastParams
+from spark_history.forecast.trend import ForecastParams
 
 
 def hourly_envelope(

@@ -1,7 +1,7 @@
 """When will one volume fill? One trend line on its recent history, with a calibrated band.
 
-Pure numpy on one volume's hourly buckets; Spark (``forecast.py``) and the single-process
-pandas reference (``pandas_forecast.py``) both call :func:`forecast_hourly`, so they cannot
+Pure numpy on one volume's hourly buckets; Spark (``spark_trend.py``) and the single-process
+pandas reference (``pandas_trend.py``) both call :func:`forecast_hourly`, so they cannot
 disagree.
 
 1. **Buckets.** The mean of each hour's samples at their mean time (what a least-squares fit
@@ -12,7 +12,7 @@ disagree.
    autocorrelation, sorts it into growing, flat or shrinking.
 3. **Fill time.** ``(capacity - level) / slope`` when the slope is positive and the line
    reaches capacity within the horizon.
-4. **Band** (``backtest_bands``). Split conformal: the same trend, forecast at past origins of
+4. **Band** (``conformal_bands``). Split conformal: the same trend, forecast at past origins of
    the fleet's history and scored against the bucket maxima that followed, gives per trend
    and horizon the quantiles of the level's error; the band on the fill time is where the
    level's band reaches capacity. Without calibration data there is no band.
@@ -27,15 +27,15 @@ import math
 
 import numpy as np
 
-from spark_history.backtest_bands import Calibration, crossing_band
-from spark_history.forecast_types import (
+from spark_history.forecast.conformal_bands import Calibration, crossing_band
+from spark_history.forecast.robust_trend import FloatArray, TrendLine, trend_line
+from spark_history.forecast.vocabulary import (
     FITTED_TRENDS,
     ForecastParams,
     Trend,
     VolumeForecast,
     no_fill,
 )
-from spark_history.robust_trend import FloatArray, TrendLine, trend_line
 
 __all__ = [
     "FITTED_TRENDS",

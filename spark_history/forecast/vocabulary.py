@@ -1,7 +1,7 @@
 """The forecast's vocabulary: its parameters, the trends it names and its result.
 
-Pure data, shared by the forecast (``trend_forecast``), its calibrated band
-(``backtest_bands``) and the backtest; ``trend_forecast`` re-exports all of it.
+Pure data, shared by the forecast (``trend``), its calibrated band
+(``conformal_bands``) and the backtest; ``trend`` re-exports all of it.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ class Trend(StrEnum):
     """The forecast of this volume failed; the reason says why. The other volumes are fine."""
 
 
+TREND, MECHANISM = "trend", "mechanism"
+"""The forecast methods (the ``method`` column): the trend of a volume's total, or the
+mechanism of its topics; ``mechanism`` also names the class the mechanism's band is calibrated
+by."""
+
 FITTED_TRENDS: tuple[Trend, ...] = (Trend.GROWING, Trend.FLAT, Trend.SHRINKING)
 """The trends a fitted line has: the classes the band is calibrated by."""
 
@@ -50,7 +55,7 @@ class ForecastParams:
     """Of the slope's interval, which sorts it into growing, flat or shrinking."""
     min_hours_of_data: float = 12.0
     band_coverage: float = 0.90
-    """The calibrated band's nominal coverage (split conformal, ``backtest_bands``)."""
+    """The calibrated band's nominal coverage (split conformal, ``conformal_bands``)."""
     calibration_step_hours: float = 6.0
     """Hours between the past origins whose errors calibrate the band."""
     calibration_horizons_hours: tuple[float, ...] = (6.0, 24.0, 72.0)

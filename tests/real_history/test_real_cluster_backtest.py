@@ -27,11 +27,12 @@ cannot: the fill 12 h ahead just after a rate step (the window still holds the s
 run in about ten missed it at origin +123 h), or no fill while the window still holds the climb
 to a plateau.
 
-The same origins score the mechanism forecast (``spark_history.mechanism_forecaster``: each
-topic at its write rate up to what its retention keeps, from the ingested usage and topic
-configs as they were at the origin): it must predict the fill at the last origins too, predict
-no fill on the plateau volume from the first origin its topic's retention was known (also while
-it climbs), and miss or falsely fill no more than the line over the three volumes.
+The same origins score the mechanism forecast
+(``spark_history.forecast.backtest.mechanism_forecaster``: each topic at its write rate up to
+what its retention keeps, from the ingested usage and topic configs as they were at the
+origin): it must predict the fill at the last origins too, predict no fill on the plateau volume
+from the first origin its topic's retention was known (also while it climbs), and miss or
+falsely fill no more than the line over the three volumes.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ from local_cluster import SNAPSHOT_TOPIC, LocalKafkaCluster, grant_sidecar_acls
 from local_cluster.acls import PUBLISHER_PRINCIPAL, USAGE_TOPIC, allow, create_acls
 from schemas.decode import decode_usage
 from schemas.usage import TopicUsageDocument
-from spark_history.backtest import (
+from spark_history.backtest_command import format_table
+from spark_history.forecast.backtest.forecasters import default_forecasters
+from spark_history.forecast.backtest.mechanism_forecaster import mechanism_forecaster
+from spark_history.forecast.backtest.rolling_origin import (
     BacktestConfig,
     BucketSeries,
     Forecaster,
@@ -72,10 +76,7 @@ from spark_history.backtest import (
     score_series,
     summarize,
 )
-from spark_history.backtest_command import format_table
-from spark_history.backtest_forecasters import default_forecasters
-from spark_history.forecast_types import ForecastParams
-from spark_history.mechanism_forecaster import mechanism_forecaster
+from spark_history.forecast.vocabulary import ForecastParams
 from spark_history.sink_log import LOG_DIR, live_logs, parse_log
 from tests.publisher.daemon_harness import DaemonProcess
 from tests.real_broker.kafka_helpers import sidecar_settings, usage_records

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_history import synthetic
-from spark_history.backtest import bucket_series
-from spark_history.backtest_spark import bucket_rows, series_by_volume
+from spark_history.forecast.backtest.rolling_origin import bucket_series
+from spark_history.forecast.backtest.spark_buckets import bucket_rows, series_by_volume
 from spark_history.synthetic_jsonl import write_jsonl
 from volume_quota.cli import main
 

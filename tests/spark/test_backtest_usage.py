@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_history.backtest_spark import usage_buckets, usage_by_volume
+from spark_history.forecast.backtest.mechanism_forecaster import mechanism_forecaster
+from spark_history.forecast.backtest.spark_buckets import usage_buckets, usage_by_volume
 from spark_history.ingest import JsonlSource
-from spark_history.mechanism_forecaster import mechanism_forecaster
 from spark_history.usage_documents import (
     USAGE_ROW_COLUMNS,
     USAGE_ROW_DDL,

@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_history.balance import balance
 from spark_history.broker_samples import tombstone_times
-from spark_history.forecast import forecast_volumes
-from spark_history.forecast_types import ForecastParams
+from spark_history.forecast.spark_trend import forecast_volumes
+from spark_history.forecast.vocabulary import ForecastParams
 from spark_history.report_capacity import backtest_panel, broker_hours
 from spark_history.snapshot_rows import tombstone_rows
 from spark_history.thresholds import limits_in_force

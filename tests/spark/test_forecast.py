@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from spark_history import synthetic
-from spark_history.forecast import forecast_volumes
-from spark_history.pandas_forecast import forecast_volumes_pandas
-from spark_history.predict_linear import predict_linear_hours
-from spark_history.trend_forecast import ForecastParams
+from spark_history.forecast.pandas_trend import forecast_volumes_pandas
+from spark_history.forecast.predict_linear import predict_linear_hours
+from spark_history.forecast.spark_trend import forecast_volumes
+from spark_history.forecast.trend import ForecastParams
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame

@@ -16,10 +16,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.commands import main
-from spark_history.forecast import forecast_volumes
-from spark_history.pandas_forecast import forecast_volumes_pandas
+from spark_history.forecast.pandas_trend import forecast_volumes_pandas
+from spark_history.forecast.spark_trend import forecast_volumes
+from spark_history.forecast.trend import Trend, forecast_hourly
 from spark_history.synthetic_jsonl import write_jsonl
-from spark_history.trend_forecast import Trend, forecast_hourly
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame

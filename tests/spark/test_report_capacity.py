@@ -21,11 +21,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_history import report_capacity
-from spark_history.backtest import SummaryRow
+from spark_history.forecast.backtest.rolling_origin import SummaryRow
+from spark_history.forecast.trend import ForecastParams
 from spark_history.report import write_report
 from spark_history.report_capacity import backtest_panel, backtest_sentence
 from spark_history.thresholds import TuningParams
-from spark_history.trend_forecast import ForecastParams
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
+from spark_history.forecast.trend import ForecastParams
 from spark_history.report import PanelParams, write_report
 from spark_history.thresholds import TuningParams
-from spark_history.trend_forecast import ForecastParams
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame

@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history import synthetic
 from spark_history.commands import main
 from spark_history.compaction import compact_dataset
+from spark_history.forecast.spark_mechanism import (
+    config_changes,
+    load_usage,
+    mechanism_calibration,
+    mechanism_volumes,
+)
+from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
 from spark_history.history_input import load_history
 from spark_history.ingest import JsonlSource
 from spark_history.synthetic_jsonl import write_jsonl
 from spark_history.usage_documents import CONFIG, OTHER, TOPIC, USAGE_ROW_COLUMNS
-from spark_history.usage_forecast import load_usage, mechanism_volumes
 from spark_history.usage_ingest import run_usage_ingest
 from tests.spark_history_pure.usage_factory import GB, growing_cluster
 
@@ -204,3 +211,41 @@ def test_the_report_names_the_topic_that_grew_the_fleet_and_the_volume_it_fills(
     assert main([*report[:5], "--output-dir", str(plain), *SPARK]) == 0
     assert "run the report with --usage-dataset" in (plain / "report.html").read_text()
     assert json.loads((plain / "summary.json").read_text())["topicsGrowingMost"] is None
+
+
+def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    hours = 180
+    for broker in (0, 1):
+        documents, snapshots = growing_cluster(START, hours=hours, broker=broker)
+        _write(tmp_path / "usage" / f"{broker}.jsonl", documents)
+        _write(tmp_path / "snapshots" / f"{broker}.jsonl", snapshots)
+    dataset = (tmp_path / "usage-dataset").as_uri()
+    inbox = (tmp_path / "usage").as_uri()
+    run_usage_ingest(spark, JsonlSource(inbox), (tmp_path / "ck").as_uri(), dataset)
+    usage = load_usage(spark, dataset)
+    history = load_history(spark, str(tmp_path / "snapshots"))
+    at = START + timedelta(hours=hours)
+
+    # Each topic's configs were read unchanged 218 times (109 documents a broker): two rows say
+    # what they were.
+    assert config_changes(usage.where(F.col("kind") == CONFIG)).count() == 2
+    params = ForecastParams()
+    calibration = mechanism_calibration(usage, history, at, params)
+    # The lookback is the last 168 h: buckets -167..0 from `at`. Origins every 6 h once 72 h
+    # lie behind: -96, -90, ..., -6; at 24 h those at or before -24 score, 13 per volume.
+    assert calibration.counts[MECHANISM, 24.0] == 2 * 13
+    # At 72 h only -96..-72 score, 10 errors: a 90 % band needs 19 for both sides.
+    assert calibration.counts[MECHANISM, 72.0] == 2 * 5
+    assert calibration.horizons(MECHANISM) == [6.0, 24.0]
+    rows = mechanism_volumes(usage, history, at, params).toPandas()
+    assert len(rows) == 2
+    for row in rows.to_dict("records"):
+        # 300 GB + 648 GB after 180 h at 1 MB/s: full 52 GB later, in 14.4 h.
+        assert abs(row["hoursToCapacity"] - 52 * GB / 3.6e9) < 0.5
+        assert (
+            row["hoursToCapacityLow"] - 0.25 <= row["hoursToCapacity"] <= row["hoursToCapacityHigh"]
+        )
+        assert row["hoursToCapacityHigh"] - row["hoursToCapacityLow"] < 2.0
+        assert str(row["band"]).startswith("split-conformal 90% band, calibrated to 24 h")

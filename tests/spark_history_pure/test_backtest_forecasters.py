@@ -1,4 +1,4 @@
-"""The backtest's forecasters (``spark_history.backtest_forecasters``): the job's forecast
+"""The backtest's forecasters (``spark_history.forecast.backtest.forecasters``): the job's forecast
 called on the history up to the origin, its calibration samples, and the cross-fitting that
 keeps a volume's band from being calibrated on the volume itself."""
 
@@ -9,17 +9,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from spark_history.backtest import BacktestConfig
-from spark_history.backtest_forecasters import (
+from spark_history.forecast.backtest.forecasters import (
     calibration_samples,
     cross_fitted,
     default_forecasters,
     forecast_forecaster,
     forecast_params,
 )
-from spark_history.forecast_types import ForecastParams
-from spark_history.trend_forecast import forecast_hourly
-from tests.spark_history_pure.test_backtest import GIB, line_series
+from spark_history.forecast.backtest.rolling_origin import BacktestConfig
+from spark_history.forecast.trend import forecast_hourly
+from spark_history.forecast.vocabulary import ForecastParams
+from tests.spark_history_pure.test_rolling_origin import GIB, line_series
 
 
 def test_the_forecast_is_the_72_hour_line_called_on_history_up_to_the_origin_only() -> None:

@@ -21,7 +21,7 @@ from spark_history.capacity_crossings import (
     group_crossings,
     group_hours,
 )
-from spark_history.forecast_types import ForecastParams
+from spark_history.forecast.vocabulary import ForecastParams
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 HOURS = np.arange(-71.0, 1.0)  # 72 hourly totals ending at AT

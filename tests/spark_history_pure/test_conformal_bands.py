@@ -1,5 +1,5 @@
-"""Split-conformal bands (``spark_history.backtest_bands``): ranks, coverage on exchangeable
-errors, and the fill-time band the level band gives."""
+"""Split-conformal bands (``spark_history.forecast.conformal_bands``): ranks, coverage on
+exchangeable errors, and the fill-time band the level band gives."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_history.backtest_bands import (
+from spark_history.forecast.conformal_bands import (
     Calibration,
     FloatArray,
     Sample,
     conformal_bounds,
     crossing_band,
+    path_crossing_band,
 )
 
 
@@ -168,3 +169,17 @@ def test_an_uncalibrated_trend_has_no_band() -> None:
         )
         is None
     )
+
+
+def test_a_path_band_reads_the_level_band_along_a_path_that_is_not_a_line() -> None:
+    calibration = Calibration(0.9, {("m", h): (-0.1, 0.1) for h in (6.0, 24.0, 72.0)})
+    line = {"limit": 100.0, "capacity": 100.0, "horizon_hours": 72.0}
+    # 50 + 2 h: +-10 reaches 100 at 20 h and 30 h, as the line's band does.
+    rising = path_crossing_band(calibration, "m", path=lambda h: 50.0 + 2.0 * h, **line)
+    assert rising == crossing_band(calibration, "m", level=50.0, slope=2.0, **line)
+    assert rising == (20.0, 30.0)
+    # Held at 95 from 22.5 h by retention: its upper side reaches 100 at 20 h, its lower never.
+    capped = path_crossing_band(
+        calibration, "m", path=lambda h: np.minimum(50.0 + 2.0 * h, 95.0), **line
+    )
+    assert capped == (20.0, None)

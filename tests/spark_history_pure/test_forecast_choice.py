@@ -6,9 +6,9 @@ import math
 
 import pandas as pd
 
-from spark_history.forecast_choice import one_forecast
-from spark_history.forecast_frame import FORECAST_COLUMNS
-from spark_history.mechanism_frame import MECHANISM_COLUMNS
+from spark_history.forecast.choice import one_forecast
+from spark_history.forecast.envelope import FORECAST_COLUMNS
+from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS
 
 
 def trend_row(broker: int, trend: str, hours: float | None, **extra: object) -> dict[str, object]:
@@ -111,3 +111,21 @@ def test_without_usage_the_trend_is_the_forecast() -> None:
         table = one_forecast(trend, mechanism)
         assert list(table["method"]) == ["trend"]
         assert table.iloc[0]["hoursToFull"] == 400.0
+
+
+def test_the_mechanisms_band_replaces_the_trends() -> None:
+    trend = pd.DataFrame([trend_row(0, "growing", 400.0), trend_row(1, "growing", 90.0)])
+    band = "split-conformal 90% band, calibrated to 72 h by the mechanism's fleet backtests"
+    mechanism = pd.DataFrame(
+        [
+            mechanism_row(0, 48.0, hoursToCapacityLow=40.0, hoursToCapacityHigh=60.0, band=band),
+            mechanism_row(1, 80.0, hoursToCapacityLow=70.0, hoursToCapacityHigh=math.nan),
+        ]
+    )
+    table = one_forecast(trend, mechanism)
+    closed, open_late = table.iloc[0], table.iloc[1]
+    sides = ["hoursToFullLow", "hoursToFull", "hoursToFullHigh"]
+    assert closed[sides].tolist() == [40.0, 48.0, 60.0]
+    assert str(closed["reason"]).endswith(band)
+    assert open_late["hoursToFullLow"] == 70.0
+    assert pd.isna(open_late["hoursToFullHigh"])  # open, not the trend's 180 h

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_history.mechanism.ingest_rate import ingest_rate, undeleted_series
+from spark_history.forecast.mechanism.ingest_rate import ingest_rate, undeleted_series
 
 
 def _saw(rate: float, segment: float, bound: float, hours: int, every: float) -> np.ndarray:

@@ -7,16 +7,23 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from spark_history.backtest import BucketSeries, Forecaster, History, Prediction
-from spark_history.forecast_types import ForecastParams
-from spark_history.mechanism_forecaster import MECHANISM, mechanism_forecaster
+from spark_history.forecast.backtest.mechanism_forecaster import (
+    mechanism_calibration_group,
+    mechanism_forecaster,
+)
+from spark_history.forecast.backtest.rolling_origin import (
+    Forecaster,
+    History,
+    Prediction,
+)
+from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
 from spark_history.usage_documents import usage_rows, usage_verdict
-from tests.spark_history_pure.usage_factory import GB, encoded, growing_cluster
+from tests.spark_history_pure.usage_factory import GB, encoded, growing_buckets, growing_cluster
 
 START = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
 HOUR = 3600
 PARAMS = ForecastParams(horizon_hours=60 * 24.0)
-CAPACITY, HARD_FREE = 1000 * GB, 100 * GB
+CAPACITY = 1000 * GB
 
 
 def usage_frame(hours: int) -> pd.DataFrame:
@@ -33,18 +40,8 @@ def usage_frame(hours: int) -> pd.DataFrame:
 def history_at(hours: int) -> History:
     """The snapshot buckets of the same volume up to ``hours`` after START (hourly buckets on
     the epoch axis, as the backtest cuts them): 300 GB plus what ``logs`` wrote at 1 MB/s."""
-    first = int(START.timestamp()) // HOUR
-    index = np.arange(first + 1, first + hours + 1, dtype=np.int64)
-    level = (300 * GB + (index - first - 0.5) * HOUR * 1e6).astype(np.float64)
-    series = BucketSeries(
-        index=index,
-        maxima=level,
-        means=level,
-        minima=level,
-        capacity=np.full(index.size, float(CAPACITY)),
-        limit=np.full(index.size, float(CAPACITY - HARD_FREE)),
-    )
-    return series.history_at(first + hours, PARAMS.horizon_hours)
+    series = growing_buckets(START, hours, lag_hours=0.5)
+    return series.history_at(int(series.index[-1]), PARAMS.horizon_hours)
 
 
 class Fallback:
@@ -120,3 +117,56 @@ def test_a_bounded_volume_does_not_fill_however_long_the_horizon() -> None:
     )
     assert prediction.crossing is None
     assert prediction.used_at(24 * 60) <= prediction.used_at(0) + 10 * GB
+
+
+def hourly_envelope(hours: int, growth_bytes_per_second: float) -> pd.DataFrame:
+    """The volume's hourly envelope as ``spark_trend.hourly_envelope`` gives it at START +
+    ``hours``: buckets -hours+1..0 counted from then, each ending at the level 300 GB plus
+    ``growth_bytes_per_second`` since START."""
+    buckets = np.arange(-hours + 1, 1, dtype=np.int64)
+    level = 300 * GB + (hours + buckets) * HOUR * growth_bytes_per_second
+    return pd.DataFrame(
+        {
+            "bucket": buckets,
+            "maxConsumed": level,
+            "meanConsumed": level - HOUR / 2 * growth_bytes_per_second,
+            "minConsumed": level - HOUR * growth_bytes_per_second,
+            "meanHours": buckets - 0.5,
+            "capacity": float(CAPACITY),
+        }
+    )
+
+
+CALIBRATED = ForecastParams(horizon_hours=72.0)
+"""Calibrated at 6, 24 and 72 h, origins every 6 h once 72 h lie behind."""
+
+
+def test_its_calibration_scores_its_level_at_each_origin_and_horizon() -> None:
+    zero = (START + timedelta(hours=200)).timestamp()
+    samples = mechanism_calibration_group(
+        hourly_envelope(200, 1e6), usage_frame(200), CALIBRATED, zero
+    )
+    # Buckets -199..0: origins -128, -122, ..., -2; a horizon h is scored where origin + h <= 0.
+    counts = samples.groupby("horizonHours").size().to_dict()
+    assert counts == {6.0: 21, 24.0: 18, 72.0: 10}
+    assert set(samples["trend"]) == {MECHANISM}
+    # The volume grows by exactly what `logs` writes: the mechanism's level errs by less than a
+    # survey's rounding (1 GB of 1000 GB).
+    assert samples["error"].abs().max() < 1e-3
+
+
+def test_growth_its_topics_do_not_explain_is_its_error() -> None:
+    zero = (START + timedelta(hours=200)).timestamp()
+    samples = mechanism_calibration_group(
+        hourly_envelope(200, 2e6), usage_frame(200), CALIBRATED, zero
+    )
+    # The volume grows 1 MB/s more than its topics: h hours later, h x 3.6 GB of 1000 GB.
+    expected = samples["horizonHours"] * HOUR * 1e6 / CAPACITY
+    assert np.allclose(samples["error"], expected, atol=1e-3)
+    assert set(samples["horizonHours"]) == {6.0, 24.0, 72.0}
+
+
+def test_origins_it_cannot_see_usage_at_calibrate_nothing() -> None:
+    hourly, usage = hourly_envelope(200, 1e6), usage_frame(200)
+    assert mechanism_calibration_group(hourly, usage, CALIBRATED, 0.0).empty  # usage of 1970
+    assert mechanism_calibration_group(hourly, usage.iloc[0:0], CALIBRATED, 1e9).empty

@@ -9,13 +9,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_history.mechanism.projection import (
+from spark_history.forecast.mechanism.projection import (
     REST,
     TopicHistory,
     VolumeHistory,
     project_volume,
 )
-from spark_history.mechanism.volume_path import crossing_seconds
+from spark_history.forecast.mechanism.volume_path import crossing_seconds
 
 GB = 10**9
 HOUR = 3600.0
@@ -172,7 +172,7 @@ def test_no_bounded_topic_projects_above_its_bound(rates: list[float]) -> None:
 
 def test_the_mechanism_package_loads_without_spark() -> None:
     code = (
-        "import sys, spark_history.mechanism.projection; "
+        "import sys, spark_history.forecast.mechanism.projection; "
         "sys.exit(1 if any(name.startswith('pyspark') for name in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

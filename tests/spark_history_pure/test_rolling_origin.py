@@ -1,4 +1,5 @@
-"""The rolling-origin backtest core (``spark_history.backtest``): pure numpy, no Spark."""
+"""The rolling-origin backtest core (``spark_history.forecast.backtest.rolling_origin``): pure
+numpy, no Spark."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from spark_history.backtest import (
+from spark_history.forecast.backtest.forecasters import (
+    default_forecasters,
+    predict_linear_forecaster,
+)
+from spark_history.forecast.backtest.rolling_origin import (
     BacktestConfig,
     BucketSeries,
     Forecaster,
@@ -17,10 +22,6 @@ from spark_history.backtest import (
     origins_of,
     score_series,
     summarize,
-)
-from spark_history.backtest_forecasters import (
-    default_forecasters,
-    predict_linear_forecaster,
 )
 
 GIB = 1024**3

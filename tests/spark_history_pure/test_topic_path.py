@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consumer.retention_outlook import RetentionConfig
-from spark_history.mechanism.topic_config import config_from_values
-from spark_history.mechanism.topic_path import TopicState, topic_path
+from spark_history.forecast.mechanism.topic_config import config_from_values
+from spark_history.forecast.mechanism.topic_path import TopicState, topic_path
 
 GIB = 1024**3
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from spark_history.backtest_bands import Calibration, Sample
-from spark_history.robust_trend import theil_sen, trend_line
-from spark_history.trend_forecast import (
+from spark_history.forecast.conformal_bands import Calibration, Sample
+from spark_history.forecast.robust_trend import theil_sen, trend_line
+from spark_history.forecast.trend import (
     ForecastParams,
     Trend,
     forecast_hourly,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_history.mechanism.topic_path import TopicPath
-from spark_history.mechanism.volume_path import VolumePath, crossing_seconds
+from spark_history.forecast.mechanism.topic_path import TopicPath
+from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
 
 DAY = 86_400.0
 

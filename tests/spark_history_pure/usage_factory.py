@@ -6,7 +6,10 @@ import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from schemas.wire_types import format_instant
+from spark_history.forecast.backtest.rolling_origin import BucketSeries
 
 GB = 10**9
 
@@ -119,3 +122,21 @@ def growing_cluster(
         )
         snapshots.append(snapshot_document(broker, at, 300 * GB + written, volume))
     return usage, snapshots
+
+
+def growing_buckets(start: datetime, hours: int, lag_hours: float = 0.0) -> BucketSeries:
+    """``growing_cluster``'s volume as the backtest cuts it (hourly buckets on the epoch axis,
+    ``hours`` of them from ``start``): 300 GB plus 1 MB/s (``logs``) until each bucket's end
+    minus ``lag_hours``; capacity 1000 GB, hard limit 100 GB free."""
+    hour = 3600
+    first = int(start.timestamp()) // hour
+    index = np.arange(first + 1, first + hours + 1, dtype=np.int64)
+    level = (300 * GB + (index - first - lag_hours) * hour * 1e6).astype(np.float64)
+    return BucketSeries(
+        index=index,
+        maxima=level,
+        means=level,
+        minima=level,
+        capacity=np.full(index.size, 1000.0 * GB),
+        limit=np.full(index.size, 900.0 * GB),
+    )

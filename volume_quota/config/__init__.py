@@ -31,6 +31,16 @@ __all__ = [
 ]
 
 
+def known_settings(config: Path | None) -> frozenset[str]:
+    """The keys a config file may hold: every command's settings, the history job's included
+    (one file can serve every ``volume-quota`` command). Loaded only when a file is given."""
+    if config is None:
+        return ALL_SETTINGS
+    from spark_history.settings_flags import HISTORY_SETTINGS  # noqa: PLC0415 - see above
+
+    return ALL_SETTINGS | HISTORY_SETTINGS
+
+
 def add_settings_arguments(parser: argparse.ArgumentParser, settings_class: type[Any]) -> None:
     """``--config`` and one flag per setting of ``settings_class``."""
     add_config_flag(parser)
@@ -43,7 +53,8 @@ def settings_from_arguments(
     """The command's settings from its flags, the environment and ``--config``, checked at
     start (files readable, certificates usable) unless ``check`` is off."""
     flags = {name: getattr(arguments, name, None) for name in settings_class.model_fields}
-    settings = load(settings_class, flags, config_file(arguments), ALL_SETTINGS)
+    config = config_file(arguments)
+    settings = load(settings_class, flags, config, known_settings(config))
     if check:
         wait_for_broker_files(settings)
         check_at_start(settings)
@@ -55,7 +66,7 @@ def load_settings(
 ) -> SidecarSettings:
     """Every setting from explicit ``values`` (as flags would give them), the environment and
     ``config``; for programs that embed the daemons (tests, benchmarks)."""
-    settings = load(SidecarSettings, values, config, ALL_SETTINGS)
+    settings = load(SidecarSettings, values, config, known_settings(config))
     if check:
         check_at_start(settings)
     return settings

@@ -1,8 +1,9 @@
-"""The forecasters the backtest (``backtest.py``) compares: Prometheus ``predict_linear``
+"""The forecasters the backtest (``rolling_origin``) compares: Prometheus ``predict_linear``
 over two windows, and the history job's forecast with its calibrated band.
 
-Each is a :class:`~spark_history.backtest.Forecaster`: a name and a function of the
-:class:`~spark_history.backtest.History` up to an origin (never after it).
+Each is a :class:`~spark_history.forecast.backtest.rolling_origin.Forecaster`: a name and a
+function of the :class:`~spark_history.forecast.backtest.rolling_origin.History` up to an
+origin (never after it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spark_history.backtest import (
+from spark_history.forecast.backtest.rolling_origin import (
     BacktestConfig,
     BucketSeries,
     Forecaster,
@@ -19,9 +20,9 @@ from spark_history.backtest import (
     Prediction,
     origins_of,
 )
-from spark_history.backtest_bands import Calibration, Sample, crossing_band
-from spark_history.forecast_types import ForecastParams
-from spark_history.trend_forecast import fitted_line, trend_of
+from spark_history.forecast.conformal_bands import Calibration, Sample, crossing_band
+from spark_history.forecast.trend import fitted_line, trend_of
+from spark_history.forecast.vocabulary import ForecastParams
 
 
 def predict_linear_forecaster(window_hours: float) -> Forecaster:
@@ -50,7 +51,7 @@ def predict_linear_forecaster(window_hours: float) -> Forecaster:
 def forecast_forecaster(
     params: ForecastParams, calibration: Calibration | None = None, name: str = "forecast"
 ) -> Forecaster:
-    """The history job's forecast (``trend_forecast``) to the limit: its trend line, its
+    """The history job's forecast (``trend``) to the limit: its trend line, its
     fill time and, with ``calibration``, its calibrated band."""
 
     def predict(history: History) -> Prediction:
@@ -79,7 +80,7 @@ def calibration_samples(
     series: BucketSeries, forecaster: Forecaster, config: BacktestConfig
 ) -> list[Sample]:
     """The signed level errors of ``forecaster`` at the origins and horizons of ``series``
-    (the calibration set of ``backtest_bands``): (bucket maximum at ``origin + h`` - its
+    (the calibration set of ``conformal_bands``): (bucket maximum at ``origin + h`` - its
     predicted used bytes) / capacity, labelled with the prediction's ``trend``. Origins
     over the limit, predictions without a trend and horizons past the series are left out."""
     samples: list[Sample] = []
@@ -109,22 +110,32 @@ def forecast_params(config: BacktestConfig) -> ForecastParams:
 def cross_fitted(
     volumes: Sequence[BucketSeries], config: BacktestConfig, folds: int = 2
 ) -> list[Calibration]:
-    """One calibration per volume, from the backtest errors of the volumes of the other
-    folds only (volume ``i`` is in fold ``i % folds``): a volume's band is never calibrated
-    on its own future, so the coverage the backtest reports is out of sample."""
+    """One calibration of the forecast's band per volume, from the backtest errors of the
+    volumes of the other folds only (:func:`fold_calibrations`)."""
     params = forecast_params(config)
     uncalibrated = forecast_forecaster(params)
+    samples = [calibration_samples(series, uncalibrated, config) for series in volumes]
+    return fold_calibrations(samples, params.band_coverage, folds)
+
+
+def fold_calibrations(
+    samples: Sequence[Sequence[Sample]], coverage: float, folds: int = 2
+) -> list[Calibration]:
+    """One calibration per volume (``samples``: each volume's backtest errors) from the errors
+    of the volumes of the other folds only (volume ``i`` is in fold ``i % folds``): a volume's
+    band is never calibrated on its own future, so the coverage the backtest reports is out
+    of sample."""
     by_fold: list[list[Sample]] = [[] for _ in range(folds)]
-    for number, series in enumerate(volumes):
-        by_fold[number % folds] += calibration_samples(series, uncalibrated, config)
+    for number, volume_samples in enumerate(samples):
+        by_fold[number % folds] += volume_samples
     calibrations = [
         Calibration.of(
-            (s for other, samples in enumerate(by_fold) if other != fold for s in samples),
-            params.band_coverage,
+            (s for other, errors in enumerate(by_fold) if other != fold for s in errors),
+            coverage,
         )
         for fold in range(folds)
     ]
-    return [calibrations[number % folds] for number in range(len(volumes))]
+    return [calibrations[number % folds] for number in range(len(samples))]
 
 
 def default_forecasters(

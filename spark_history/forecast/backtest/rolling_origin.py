@@ -1,7 +1,7 @@
 """Rolling-origin backtest: score fill forecasters on a volume's own history.
 
 Pure numpy on one volume's bucketed series; Spark only buckets the snapshots
-(``backtest_spark.py``). For every origin (every ``origin_step_hours`` after
+(``spark_buckets.py``). For every origin (every ``origin_step_hours`` after
 ``warmup_hours`` of history), each forecaster sees the buckets up to the origin and nothing
 after (:meth:`BucketSeries.history_at` cuts them off before a forecaster is called); what
 followed the origin scores it:

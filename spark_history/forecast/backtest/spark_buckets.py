@@ -2,8 +2,9 @@
 
 Spark does the only heavy part (a grouped aggregate per volume and bucket over millions of
 snapshots); the few hundred buckets of each volume then go to the pure core
-(``backtest.py``) as one :class:`~spark_history.backtest.BucketSeries` each, bucketed exactly
-as :func:`~spark_history.backtest.bucket_series` buckets raw samples.
+(``rolling_origin``) as one :class:`~spark_history.forecast.backtest.rolling_origin.BucketSeries`
+each, bucketed exactly as :func:`~spark_history.forecast.backtest.rolling_origin.bucket_series`
+buckets raw samples.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history.backtest import BucketSeries
+from spark_history.forecast.backtest.rolling_origin import BucketSeries
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 BUCKET_COLUMNS: tuple[str, ...] = (

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from spark_history.robust_trend import theil_sen
+from spark_history.forecast.robust_trend import theil_sen
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, replace
 
 from consumer.retention_outlook import RetentionConfig
-from spark_history.mechanism.topic_path import TopicState, topic_path
-from spark_history.mechanism.volume_path import VolumePath, crossing_seconds
+from spark_history.forecast.mechanism.topic_path import TopicState, topic_path
+from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
 
 MARGIN = 0.99
 """Aim the cap 1% under the room, so the answer holds with rounding."""

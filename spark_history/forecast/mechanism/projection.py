@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from spark_history.mechanism.ingest_rate import ingest_rate
-from spark_history.mechanism.prevention import Prevention, preventions
-from spark_history.mechanism.topic_config import config_from_values
-from spark_history.mechanism.topic_path import TopicPath, TopicState, topic_path
-from spark_history.mechanism.volume_path import VolumePath, crossing_seconds
-from spark_history.robust_trend import theil_sen
+from spark_history.forecast.mechanism.ingest_rate import ingest_rate
+from spark_history.forecast.mechanism.prevention import Prevention, preventions
+from spark_history.forecast.mechanism.topic_config import config_from_values
+from spark_history.forecast.mechanism.topic_path import TopicPath, TopicState, topic_path
+from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
+from spark_history.forecast.robust_trend import theil_sen
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -2,7 +2,7 @@
 retention keeps (pure).
 
 The cap is ``consumer.retention_outlook``'s bound, fed the *write* rate
-(``spark_history.mechanism.ingest_rate``) rather than the net growth: by size
+(``spark_history.forecast.mechanism.ingest_rate``) rather than the net growth: by size
 ``partitions x (retention.bytes + segment.bytes)``, by time ``rate x retention.ms + partitions x
 segment.bytes``, the smaller when both, none when the topic is compacted without delete or both
 limits are -1. A tiered topic is capped by its *local* retention, as long as uploads keep up:

@@ -1,13 +1,17 @@
 """One volume's usage rows (a pandas frame) to its mechanism forecast row (pure: no Spark).
 
-``spark_history.usage_forecast`` runs :func:`mechanism_group` per volume with
+``spark_history.forecast.spark_mechanism`` runs :func:`mechanism_group` per volume with
 ``applyInPandas``; the frame holds the volume's ``topic`` and ``other`` rows of the usage
 dataset in the lookback window, each ``topic`` row joined with its topic's newest ``config``
 row (null columns when none was read) and every row with the volume's newest snapshot
 (``capacity``, ``consumed``, ``hardThresholdBytes``). Durations are counted in buckets of
 ``bucket_seconds`` as the trend forecast counts them (``--history-bucket``).
 ``hoursToHardLimit`` is when the volume reaches its hard limit (where the cluster pauses);
-``hoursToCapacity`` when it would be full, the trend forecast's ``hoursToFull``.
+``hoursToCapacity`` when it would be full, the trend forecast's ``hoursToFull``; with a
+calibration (the mechanism's own backtest errors on the fleet,
+``spark_mechanism.mechanism_calibration``), ``hoursToCapacityLow`` and ``hoursToCapacityHigh``
+are that time's split-conformal band (``conformal_bands.path_crossing_band`` on the projected
+path; ``High`` empty when the late side is open) and ``band`` names it.
 
 A volume's data never stops the job: a failure is the row's ``reason``.
 """
@@ -20,18 +24,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spark_history.mechanism.projection import (
+from spark_history.forecast.conformal_bands import Calibration, path_crossing_band
+from spark_history.forecast.mechanism.projection import (
     MechanismForecast,
     TopicHistory,
     VolumeHistory,
     project_volume,
 )
-from spark_history.mechanism.volume_path import crossing_seconds
+from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
+from spark_history.forecast.vocabulary import MECHANISM
 from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 MECHANISM_SCHEMA = (
     "brokerId int, volumeName string, capacity long, consumed long, limitBytes double, "
-    "hoursToHardLimit double, hoursToCapacity double, drivers string, prevention string, "
+    "hoursToHardLimit double, hoursToCapacity double, hoursToCapacityLow double, "
+    "hoursToCapacityHigh double, band string, drivers string, prevention string, "
     "topics int, unknownConfigs string, surveys int, lastSurveyAt timestamp, reason string"
 )
 """The mechanism forecast table, one row per volume (Spark DDL; the CSV has the same columns)."""
@@ -123,8 +130,11 @@ def mechanism_group(
     horizon_hours: float,
     bucket_seconds: float,
     rate_window_hours: float = math.inf,
+    *,
+    calibration: Calibration | None = None,
 ) -> pd.DataFrame:
-    """The mechanism forecast row of the one volume whose rows are ``frame``."""
+    """The mechanism forecast row of the one volume whose rows are ``frame`` (its fill time's
+    band from ``calibration``, when given and calibrated)."""
     latest = frame.sort_values("surveyedAt").iloc[-1]
     row: dict[str, Any] = {
         "brokerId": int(latest["brokerId"]),
@@ -136,9 +146,8 @@ def mechanism_group(
         if pd.isna(latest["capacity"]):
             row["reason"] = "no snapshot of the volume in the lookback window"
         else:
-            row.update(
-                _forecast_fields(frame, at, horizon_hours, bucket_seconds, rate_window_hours)
-            )
+            window = (horizon_hours, bucket_seconds, rate_window_hours)
+            row.update(_forecast_fields(frame, at, window, calibration))
     except Exception as error:  # one volume's data must not stop the job
         row["reason"] = f"{type(error).__name__}: {error}"[:_MAX_REASON]
     return pd.DataFrame([{column: row.get(column) for column in MECHANISM_COLUMNS}])
@@ -147,24 +156,66 @@ def mechanism_group(
 def _forecast_fields(
     frame: pd.DataFrame,
     at: pd.Timestamp,
-    horizon_hours: float,
-    bucket_seconds: float,
-    rate_window_hours: float,
+    window: tuple[float, float, float],
+    calibration: Calibration | None,
 ) -> dict[str, Any]:
+    """``window``: the horizon, the bucket width and the rate window (hours, s, hours)."""
+    horizon_hours, bucket_seconds, rate_window_hours = window
     volume = volume_history(frame, at)
     horizon_seconds = horizon_hours * bucket_seconds
     forecast = project_volume(volume, horizon_seconds, rate_window_hours * bucket_seconds)
     fill = forecast.fill_seconds
     full = crossing_seconds(forecast.path, volume.capacity, horizon_seconds)
+    band = None
+    if calibration is not None and full is not None:
+        band = _band(forecast.path, volume.capacity, horizon_hours, bucket_seconds, calibration)
     return {
         "capacity": int(volume.capacity),
         "consumed": int(volume.consumed),
         "limitBytes": forecast.limit_bytes,
         "hoursToHardLimit": math.nan if fill is None else fill / bucket_seconds,
         "hoursToCapacity": math.nan if full is None else full / bucket_seconds,
+        "hoursToCapacityLow": math.nan if band is None else band[0],
+        "hoursToCapacityHigh": math.nan if band is None or band[1] is None else band[1],
+        "band": _band_label(band, calibration),
         "drivers": describe_drivers(forecast),
         "prevention": describe_prevention(forecast),
         "topics": len(volume.topics),
         "unknownConfigs": ",".join(forecast.unknown_configs),
         "reason": None,
     }
+
+
+def _band(
+    path: VolumePath,
+    capacity: float,
+    horizon_hours: float,
+    bucket_seconds: float,
+    calibration: Calibration,
+) -> tuple[float, float | None] | None:
+    """The split-conformal band on when ``path`` reaches ``capacity`` (hours of buckets)."""
+
+    def used(hours: np.ndarray) -> np.ndarray:
+        return np.array([path.at(h * bucket_seconds) for h in hours], dtype=np.float64)
+
+    return path_crossing_band(
+        calibration,
+        MECHANISM,
+        path=used,
+        limit=capacity,
+        capacity=capacity,
+        horizon_hours=horizon_hours,
+    )
+
+
+def _band_label(
+    band: tuple[float, float | None] | None, calibration: Calibration | None
+) -> str | None:
+    if band is None or calibration is None:
+        return None
+    horizons = calibration.horizons(MECHANISM)
+    label = (
+        f"split-conformal {100 * calibration.coverage:g}% band, calibrated to "
+        f"{horizons[-1]:g} h by the mechanism's fleet backtests"
+    )
+    return label + ("; open on its late side" if band[1] is None else "")

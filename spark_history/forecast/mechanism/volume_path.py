@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from spark_history.mechanism.topic_path import TopicPath
+from spark_history.forecast.mechanism.topic_path import TopicPath
 
 
 @dataclass(frozen=True, slots=True)
