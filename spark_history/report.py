@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -35,6 +36,7 @@ from spark_history.forecast.choice import one_forecast
 from spark_history.forecast.spark_trend import forecast_volumes
 from spark_history.forecast.trend import ForecastParams
 from spark_history.incidents import incidents
+from spark_history.override_history import OverrideInterval
 from spark_history.prometheus import textfile
 from spark_history.report_capacity import capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
@@ -116,13 +118,15 @@ def write_report(
     receipts: DataFrame | None = None,
     panels: PanelParams | None = None,
     usage: DataFrame | None = None,
+    overrides: Sequence[OverrideInterval] = (),
 ) -> ReportFiles:
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
-    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``)."""
+    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``),
+    ``overrides``: when an operator's override was in force (the limit replay)."""
     panels = panels or PanelParams()
     forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones)
     with step("cluster replay of the limits"):
-        replay = threshold_tradeoffs(rows, at, tuning, tombstones)
+        replay = threshold_tradeoffs(rows, at, tuning, tombstones, overrides)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
