@@ -285,9 +285,8 @@ def threshold_tradeoffs(
     tombstones: DataFrame | None = None,
     overrides: Sequence[OverrideInterval] = (),
 ) -> Tradeoffs:
-    """The cluster replay of the limits in force and of every candidate, plus the per-volume
-    warning statistics, with the recommendation flagged; ``overrides``: when an operator's
-    override was in force (``override_history.fold_overrides``)."""
+    """The cluster replay of the limits in force and of every candidate (``overrides``: when
+    an operator's override was in force), per-volume warnings, the recommendation flagged."""
     params = params or TuningParams()
     buckets, samples = _broker_samples(rows, at, params, tombstones)
     grid = cluster_grid(buckets, at, params)
