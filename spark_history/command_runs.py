@@ -246,10 +246,16 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.forecast.spark_mechanism import load_usage
     from spark_history.history_input import load_history, load_receipts, load_tombstones
-    from spark_history.override_runs import describe_overrides, report_overrides
+    from spark_history.override_runs import (
+        describe_overrides,
+        history_override_policy,
+        report_overrides,
+    )
     from spark_history.report import PanelParams, write_report
 
     settings = load_options(ReportSettings, arguments)
+    override_dataset = settings.override_dataset
+    policy = None if override_dataset is None else history_override_policy(settings)
     panels = PanelParams(
         growth_weeks=settings.growth_weeks,
         max_clock_skew_seconds=settings.max_clock_skew_seconds,
@@ -270,8 +276,8 @@ def run_report(arguments: argparse.Namespace) -> int:
             _check_local_input(dataset)
             _check_input(session, dataset)
             usage = _spark_call(lambda: load_usage(session, dataset))
-        overrides = _spark_call(lambda: report_overrides(session, settings))
-        if settings.override_dataset is not None:
+        overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
+        if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
         files = _spark_call(
             lambda: write_report(

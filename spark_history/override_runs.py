@@ -101,15 +101,16 @@ def history_override_policy(settings: OverrideDatasetSettings) -> OverridePolicy
     )
 
 
-def report_overrides(session: SparkSession, settings: OverrideDatasetSettings) -> OverrideHistory:
-    """The overrides in force over the history (none without ``--override-dataset``)."""
+def report_overrides(
+    session: SparkSession, dataset: str | None, policy: OverridePolicy | None
+) -> OverrideHistory:
+    """The overrides in force over the history (none without a ``dataset``), judged with
+    ``policy`` (:func:`history_override_policy`, checked before Spark starts)."""
     from spark_history import storage
     from spark_history.override_history import OverrideHistory, fold_overrides
     from spark_history.override_ingest import load_override_records
 
-    policy = history_override_policy(settings)
-    dataset = settings.override_dataset
-    if dataset is None:
+    if dataset is None or policy is None:
         return OverrideHistory((), ())
     if not storage.exists(session, dataset):
         raise HistoryUsageError(f"input {dataset} does not exist")
