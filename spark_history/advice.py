@@ -4,7 +4,8 @@ Rule: the *first sentence* says whatever makes the recommendation less comfortab
 limits in force, with the figures of both: more cluster-hours throttled or paused, a lower soft
 limit (it warns later), a lower hard limit (it pauses later) or less room between the two (less
 warning). When no candidate is better than the limits in force, the advice is to keep them, and
-says why.
+says why. Hours an operator's override decided are the same under any limits: the advice says
+them last, apart from the hours the limits cost.
 """
 
 from __future__ import annotations
@@ -46,6 +47,22 @@ def advice_text(
     table: pd.DataFrame, evidence: FleetEvidence, lookback_days: float, min_warning_hours: float
 ) -> str:
     """The advice paragraph; its first sentence carries any warning."""
+    text = _limits_advice(table, evidence, lookback_days, min_warning_hours)
+    current = table[table["limits"] == IN_FORCE].iloc[0]
+    opened = float(current.get("overrideOpenHours", 0.0))
+    paused = float(current.get("overridePausedHours", 0.0))
+    if opened + paused <= 0.0:
+        return text
+    return (
+        f"{text} Operators' overrides decided {opened + paused:,.0f} h of the period "
+        f"({opened:,.0f} h forced OPEN, {paused:,.0f} h forced PAUSE): the same under any "
+        "limits, they are not counted in the hours above."
+    )
+
+
+def _limits_advice(
+    table: pd.DataFrame, evidence: FleetEvidence, lookback_days: float, min_warning_hours: float
+) -> str:
     current = table[table["limits"] == IN_FORCE].iloc[0]
     best = table[table["recommended"].astype(bool)]
     period = f"the last {lookback_days:g} days"

@@ -5,6 +5,7 @@ panels, and the usage dataset. Defaults are written here once; ``commands.py`` m
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -18,6 +19,7 @@ from spark_history.history_settings import (
 )
 from volume_quota.config.concerns import help_text
 from volume_quota.config.credentials import raise_problems
+from volume_quota.config.trust import OverrideTrustSettings
 
 
 def _upper(value: Any) -> Any:
@@ -132,6 +134,32 @@ class MechanismSettings(HistoryConcern):
     )
 
 
+class OverrideDatasetSettings(OverrideTrustSettings, HistoryConcern):
+    """The override dataset ``history ingest --override-output`` writes, judged with the
+    decider's own settings (``override_signatures``, ``override_signers``,
+    ``override_max_clock_skew``, ``signature_ca_file``)."""
+
+    override_dataset: str | None = Field(
+        None,
+        min_length=1,
+        **help_text(
+            "the override dataset written by 'history ingest --override-output': in the limit "
+            "replay, an operator's override decides the hours it was in force, as in the "
+            "decider (default: no override is known)",
+            "URI",
+        ),
+    )
+    signature_ca_file: Path | None = Field(
+        None,
+        **help_text(
+            "PEM CA bundle that issued the operators' certificates, which override signatures "
+            "are checked against (required with override_signatures=require; with warn and "
+            "none given, every override counts as unverified)",
+            "FILE",
+        ),
+    )
+
+
 class ForecastSettings(AnalysisSettings, UsageDatasetSettings, MechanismSettings):
     """``history forecast``."""
 
@@ -145,5 +173,11 @@ class ForecastSettings(AnalysisSettings, UsageDatasetSettings, MechanismSettings
         return self
 
 
-class ReportSettings(AnalysisSettings, ReplaySettings, PanelSettings, UsageDatasetSettings):
+class ReportSettings(
+    AnalysisSettings,
+    ReplaySettings,
+    PanelSettings,
+    UsageDatasetSettings,
+    OverrideDatasetSettings,
+):
     """``history report``."""

@@ -16,7 +16,10 @@ the same rule at a grid of instants:
   refused, as the consumer refuses it on arrival: it counts for nothing, and its broker is
   unknown (``future``) from its arrival until a snapshot that is not too far ahead arrives;
 - unknown brokers PAUSE the cluster when ``on_missing`` is PAUSE (``caused_by_missing_data``
-  when the limits alone would not have paused it).
+  when the limits alone would not have paused it);
+- an operator's override in force at the instant (``override_history``) replaces the state:
+  OPEN with factor 1 or PAUSE with factor 0, for the limits in force and every candidate
+  alike, never for missing data (``ClusterState.decide(now, override=...)``).
 
 ``tests/spark/test_cluster_replay.py`` checks, instant by instant, that this gives the state
 and factor ``ClusterState.decide`` gives on the same snapshots.
@@ -94,13 +97,22 @@ class ClusterTimeline:
     """PAUSE only because some live broker was unknown."""
     driver: npt.NDArray[np.int64]
     """The broker with the smallest factor (-1 when none breaches)."""
+    forced: IntArray | None = None
+    """The state an operator's override forced (``override_history.NO_OVERRIDE``: none);
+    None: no override was in force at any instant."""
 
     def hours(self, step_seconds: float) -> dict[str, float]:
+        """Hours the rule throttled and paused (the limits' cost), and apart from them the
+        hours an override decided (the same for every set of limits)."""
         step = step_seconds / 3600.0
+        forced = self.forced if self.forced is not None else np.full(self.states.size, -1)
+        by_rule = forced < 0
         return {
-            "throttledHours": float(np.count_nonzero(self.states == THROTTLE)) * step,
-            "pausedHours": float(np.count_nonzero(self.states == PAUSE)) * step,
+            "throttledHours": float(np.count_nonzero(by_rule & (self.states == THROTTLE))) * step,
+            "pausedHours": float(np.count_nonzero(by_rule & (self.states == PAUSE))) * step,
             "missingDataPausedHours": float(np.count_nonzero(self.missing_data)) * step,
+            "overrideOpenHours": float(np.count_nonzero(forced == OPEN)) * step,
+            "overridePausedHours": float(np.count_nonzero(forced == PAUSE)) * step,
             "flips": float(np.count_nonzero(self.states[1:] != self.states[:-1])),
         }
 
@@ -150,9 +162,11 @@ def replay_cluster(
     grid: FloatArray,
     policy: ReplayPolicy,
     candidate: Candidate | None,
+    forced: IntArray | None = None,
 ) -> ClusterTimeline:
     """The cluster's state at every instant of ``grid`` under ``candidate`` (None: the limits
-    in force)."""
+    in force); ``forced``: the state an operator's override forced at each instant
+    (``override_history.forced_states``), negative where none did."""
     factor = np.full(grid.size, NO_BREACH)
     driver = np.full(grid.size, -1, dtype=np.int64)
     unknown = np.zeros(grid.size, dtype=bool)
@@ -170,7 +184,12 @@ def replay_cluster(
     missing = unknown & (states != PAUSE) if policy.on_missing_pause else np.zeros_like(unknown)
     states = np.where(missing, PAUSE, states).astype(np.int8)
     factors = np.where(missing, 0.0, np.where(breach, factor, 1.0))
-    return ClusterTimeline(grid, states, factors, missing, driver)
+    if forced is None or not (forced >= 0).any():
+        return ClusterTimeline(grid, states, factors, missing, driver)
+    overridden = forced >= 0
+    states = np.where(overridden, forced, states).astype(np.int8)
+    factors = np.where(overridden, np.where(forced == OPEN, 1.0, 0.0), factors)
+    return ClusterTimeline(grid, states, factors, missing & ~overridden, driver, forced)
 
 
 def _sample_factors(broker: BrokerSamples, candidate: Candidate | None) -> FloatArray:

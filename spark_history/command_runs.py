@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 def run_ingest(arguments: argparse.Namespace) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource
     from spark_history.kafka_tls import kafka_tls_options, tls_files
+    from spark_history.override_runs import check_override_options, override_source
 
     settings = load_options(IngestSettings, arguments)
     _check_usage_options(arguments, settings)
+    check_override_options(arguments, settings)
     if arguments.source == "jsonl":
         if arguments.input is None:
             raise HistoryUsageError("--source jsonl needs --input URI")
@@ -44,7 +46,10 @@ def run_ingest(arguments: argparse.Namespace) -> int:
         if settings.usage_output is not None and settings.usage_input is not None:
             _check_local_input(settings.usage_input)
             usage = JsonlSource(settings.usage_input)
-        return _ingest(arguments, settings, source, jars=False, usage=usage)
+        if settings.override_input is not None:
+            _check_local_input(settings.override_input)
+        overrides = override_source(settings, None)
+        return _ingest(arguments, settings, source, jars=False, usage=usage, overrides=overrides)
     if settings.bootstrap_servers is None:
         raise HistoryUsageError(f"--source kafka needs {describe_setting('bootstrap_servers')}")
     with kafka_tls_options(tls_files(settings)) as tls_options:
@@ -58,6 +63,7 @@ def run_ingest(arguments: argparse.Namespace) -> int:
             KafkaSource(settings.bootstrap_servers, settings.topic, options),
             jars=True,
             usage=usage_source,
+            overrides=override_source(settings, options),
         )
 
 
@@ -79,10 +85,13 @@ def _ingest(
     arguments: argparse.Namespace,
     settings: IngestSettings,
     source: object,
+    *,
     jars: bool,
     usage: object = None,
+    overrides: object = None,
 ) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource, run_ingest
+    from spark_history.override_runs import ingest_overrides
     from spark_history.session import step
     from spark_history.usage_ingest import describe_usage_counts, run_usage_ingest
 
@@ -102,10 +111,15 @@ def _ingest(
                 lambda: run_usage_ingest(session, usage, usage_checkpoint, usage_output)
             )
         print(f"ingested {describe_usage_counts(usage_counts)}")
+    if isinstance(overrides, JsonlSource | KafkaSource):
+        with step("override ingest"), _progress(session):
+            print(f"ingested {_spark_call(lambda: ingest_overrides(session, overrides, settings))}")
     if settings.compact_min_files is not None:
-        _compact(session, arguments.output, settings.compact_min_files, None)
-        if usage is not None and usage_output is not None:
-            _compact(session, usage_output, settings.compact_min_files, None)
+        datasets = [arguments.output, usage_output if usage is not None else None]
+        datasets.append(settings.override_output if overrides is not None else None)
+        for dataset in datasets:
+            if dataset is not None:
+                _compact(session, dataset, settings.compact_min_files, None)
     return 0
 
 
@@ -232,9 +246,16 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.forecast.spark_mechanism import load_usage
     from spark_history.history_input import load_history, load_receipts, load_tombstones
+    from spark_history.override_runs import (
+        describe_overrides,
+        history_override_policy,
+        report_overrides,
+    )
     from spark_history.report import PanelParams, write_report
 
     settings = load_options(ReportSettings, arguments)
+    override_dataset = settings.override_dataset
+    policy = None if override_dataset is None else history_override_policy(settings)
     panels = PanelParams(
         growth_weeks=settings.growth_weeks,
         max_clock_skew_seconds=settings.max_clock_skew_seconds,
@@ -255,6 +276,9 @@ def run_report(arguments: argparse.Namespace) -> int:
             _check_local_input(dataset)
             _check_input(session, dataset)
             usage = _spark_call(lambda: load_usage(session, dataset))
+        overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
+        if override_dataset is not None:
+            print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
         files = _spark_call(
             lambda: write_report(
                 rows,
@@ -267,6 +291,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 receipts=load_receipts(session, arguments.input),
                 panels=panels,
                 usage=usage,
+                overrides=overrides.intervals,
             )
         )
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from spark_history.analysis_settings import (
     AnalysisSettings,
     MechanismSettings,
+    OverrideDatasetSettings,
     PanelSettings,
     ReplaySettings,
     UsageDatasetSettings,
@@ -28,6 +29,7 @@ from spark_history.source_settings import (
     CompactSettings,
     IngestSettings,
     KafkaSourceSettings,
+    OverrideIngestSettings,
     UsageIngestSettings,
 )
 
@@ -135,6 +137,10 @@ def _add_ingest(
         "topic usage (also ingest the sidecars' usage documents into a second dataset)"
     )
     add_options(usage, UsageIngestSettings)
+    overrides = parser.add_argument_group(
+        "operator overrides (also ingest the override topic's records into a dataset)"
+    )
+    add_options(overrides, OverrideIngestSettings)
     add_config_flag(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_ingest)
@@ -217,6 +223,10 @@ def _add_report(
     add_options(parser, ReplaySettings)
     add_options(parser, PanelSettings)
     add_options(parser, UsageDatasetSettings)
+    overrides = parser.add_argument_group(
+        "operator overrides (the limit replay follows them, judged as the decider judges them)"
+    )
+    add_options(overrides, OverrideDatasetSettings)
     add_config_flag(parser)
     _spark_options(parser, default_master)
     parser.set_defaults(run=run_report)

@@ -29,7 +29,8 @@ def incidents(
     """One row per run of non-OPEN hours, newest first.
 
     ``start``/``end``: the bucket bounds (UTC); ``cause``: ``limits`` when some volume was past
-    a limit, ``missing data`` when only unknown brokers paused the cluster, or both; the driving
+    a limit, ``missing data`` when unknown brokers paused the cluster, ``operator override``
+    when an operator's override forced PAUSE, joined by "and" when several; the driving
     broker is the one with the smallest factor for most of the episode, and its volume the one
     that set its factor in the episode's first hour it drove.
     """
@@ -57,10 +58,9 @@ def _episode(
     drivers = [int(broker) for broker in timeline.driver[span] if broker >= 0]
     broker = Counter(drivers).most_common(1)[0][0] if drivers else None
     missing = bool(timeline.missing_data[span].any())
-    limits = bool(drivers)
-    cause = (
-        "limits and missing data" if missing and limits else "missing data" if missing else "limits"
-    )
+    forced = timeline.forced is not None and bool((timeline.forced[span] >= 0).any())
+    causes = [("limits", bool(drivers)), ("missing data", missing), ("operator override", forced)]
+    cause = " and ".join(name for name, present in causes if present) or "limits"
     return {
         "start": _instant(float(timeline.times[first]) - step),
         "end": _instant(float(timeline.times[last])),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -79,7 +79,13 @@ class IngestCounts:
         )
 
 
-def kafka_messages(session: SparkSession, source: KafkaSource) -> DataFrame:
+def kafka_messages(
+    session: SparkSession,
+    source: KafkaSource,
+    columns: Sequence[str] = ("key", "value", "timestamp"),
+) -> DataFrame:
+    """The topic's records as Spark's Kafka source gives them (``columns`` of its schema:
+    with ``headers``, the records' headers too)."""
     reader = (
         session.readStream.format("kafka")
         .option("kafka.bootstrap.servers", source.bootstrap_servers)
@@ -89,9 +95,11 @@ def kafka_messages(session: SparkSession, source: KafkaSource) -> DataFrame:
         # (docs/history.md), not detectable here.
         .option("failOnDataLoss", "false")
     )
+    if "headers" in columns:
+        reader = reader.option("includeHeaders", "true")
     for key, value in source.options.items():
         reader = reader.option(key, value)
-    return reader.load().select("key", "value", "timestamp")
+    return reader.load().select(*columns)
 
 
 def jsonl_messages(session: SparkSession, source: JsonlSource) -> DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -35,12 +36,19 @@ from spark_history.forecast.choice import one_forecast
 from spark_history.forecast.spark_trend import forecast_volumes
 from spark_history.forecast.trend import ForecastParams
 from spark_history.incidents import incidents
+from spark_history.override_history import OverrideInterval
 from spark_history.prometheus import textfile
 from spark_history.report_capacity import capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
 from spark_history.report_planning import Planning, planning, planning_summary
 from spark_history.session import step
-from spark_history.thresholds import IN_FORCE, FleetEvidence, TuningParams, threshold_tradeoffs
+from spark_history.thresholds import (
+    IN_FORCE,
+    FleetEvidence,
+    Tradeoffs,
+    TuningParams,
+    threshold_tradeoffs,
+)
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, weekly_growth
 
 REPORT_FILE = "report.html"
@@ -116,13 +124,13 @@ def write_report(
     receipts: DataFrame | None = None,
     panels: PanelParams | None = None,
     usage: DataFrame | None = None,
+    overrides: Sequence[OverrideInterval] = (),
 ) -> ReportFiles:
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
-    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``)."""
+    timestamps, ``usage``: the usage dataset, ``overrides``: when an override was in force."""
     panels = panels or PanelParams()
     forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones)
-    with step("cluster replay of the limits"):
-        replay = threshold_tradeoffs(rows, at, tuning, tombstones)
+    replay = _limit_replay(rows, at, tuning, tombstones, overrides)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
@@ -164,6 +172,18 @@ def write_report(
     )
     with step("plots and files"):
         return _write_files(rows.sparkSession, output_dir, data)
+
+
+def _limit_replay(
+    rows: DataFrame,
+    at: datetime,
+    tuning: TuningParams,
+    tombstones: DataFrame | None,
+    overrides: Sequence[OverrideInterval],
+) -> Tradeoffs:
+    """The cluster replay of the limits in force and the candidates (``thresholds``)."""
+    with step("cluster replay of the limits"):
+        return threshold_tradeoffs(rows, at, tuning, tombstones, overrides)
 
 
 def _forecast(

@@ -23,7 +23,6 @@ KAFKA_UNUSED = frozenset(
         "security_protocol",
         "sasl_mechanism",
         *SASL_SETTINGS,
-        "override_topic",
         "delivery_timeout",
         "consumer_group",
         "log_level",
@@ -159,7 +158,56 @@ class UsageIngestSettings(UsageTopicSettings, HistoryConcern):
         return self
 
 
-class IngestSettings(KafkaSourceSettings, UsageIngestSettings):
+class OverrideIngestSettings(HistoryConcern):
+    """The operator's override topic, ingested into a third dataset beside the snapshots
+    (``--override-output`` turns it on): the limit replay follows the overrides in force."""
+
+    override_output: str | None = Field(
+        None,
+        min_length=1,
+        **help_text(
+            "also ingest the override topic's records into this Parquet dataset, for "
+            "'history report --override-dataset' (default: overrides are not ingested)",
+            "URI",
+        ),
+    )
+    override_checkpoint: str | None = Field(
+        None,
+        min_length=1,
+        **help_text(
+            "where the override ingest keeps its progress (required with --override-output; "
+            "not another ingest's checkpoint)",
+            "URI",
+        ),
+    )
+    override_input: str | None = Field(
+        None,
+        min_length=1,
+        **help_text(
+            "jsonl: a JSONL file or a directory of them holding override records (their "
+            "format: docs/history.md)",
+            "URI",
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _override_options_together(self) -> OverrideIngestSettings:
+        problems: list[tuple[str, str]] = []
+        if self.override_output is None:
+            problems += [
+                (name, f"needs --override-output URI ({describe_setting('override_output')})")
+                for name in ("override_checkpoint", "override_input")
+                if getattr(self, name) is not None
+            ]
+        elif self.override_checkpoint is None:
+            problems.append(
+                ("override_checkpoint", "--override-output needs --override-checkpoint URI")
+            )
+        raise_problems(type(self).__name__, problems)
+        return self
+
+
+class IngestSettings(KafkaSourceSettings, UsageIngestSettings, OverrideIngestSettings):
     """``history ingest``."""
 
     compact_min_files: int | None = Field(

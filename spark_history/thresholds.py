@@ -22,6 +22,12 @@ A candidate may be recommended only if it is never less safe than the history al
 - **it warns at the worst dip**: a soft limit lower than the one in force must still be above
   the lowest free share any volume reached, or the warning that dip gave would be gone.
 
+Hours an operator's override decided (``override_history``: the override topic's records judged
+as the consumer judges them) are the override's state for the limits in force and every
+candidate alike; they are counted apart (``overrideOpenHours``, ``overridePausedHours``) and not
+in ``throttledHours`` / ``pausedHours``, so no limits are preferred for hours no limits could
+have changed. An hour counts under an override only when the override was in force all of it.
+
 Among those, the one with the fewest cluster-hours throttled plus paused (then paused, then
 flips, then the higher hard and soft limits: more margin for the same cost). It is recommended
 only if it is better than the limits in force: they fail one of the conditions above, or it
@@ -62,6 +68,7 @@ from spark_history.decision_replay import (
     largest_climb_percent,
     replay_volume,
 )
+from spark_history.override_history import OverrideInterval, forced_states, whole_buckets
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -84,6 +91,8 @@ TRADEOFF_COLUMNS: tuple[str, ...] = (
     "throttledHours",
     "pausedHours",
     "missingDataPausedHours",
+    "overrideOpenHours",
+    "overridePausedHours",
     "flips",
     "episodes",
     "hardEpisodes",
@@ -274,16 +283,18 @@ def threshold_tradeoffs(
     at: datetime,
     params: TuningParams | None = None,
     tombstones: DataFrame | None = None,
+    overrides: Sequence[OverrideInterval] = (),
 ) -> Tradeoffs:
-    """The cluster replay of the limits in force and of every candidate, plus the per-volume
-    warning statistics, with the recommendation flagged."""
+    """The cluster replay of the limits in force and of every candidate (``overrides``: when
+    an operator's override was in force), per-volume warnings, the recommendation flagged."""
     params = params or TuningParams()
     buckets, samples = _broker_samples(rows, at, params, tombstones)
     grid = cluster_grid(buckets, at, params)
-    in_force = replay_cluster(samples, grid, params.policy, None)
+    forced = forced_states(whole_buckets(overrides, params.bucket_seconds), grid)
+    in_force = replay_cluster(samples, grid, params.policy, None, forced)
     records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]
     for candidate in params.candidates():
-        timeline = replay_cluster(samples, grid, params.policy, candidate)
+        timeline = replay_cluster(samples, grid, params.policy, candidate, forced)
         records.append(
             {
                 "limits": "candidate",

@@ -80,6 +80,7 @@ PURE_MODULES = (
     "spark_history/usage_documents",
     "spark_history/fleet_planning",
     "spark_history/decision_replay",
+    "spark_history/override_history",
     "spark_history/prometheus",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""

@@ -241,6 +241,14 @@ COMPACT = ["compact", "--dataset", "{input}"]
         (INGEST, "--bootstrap-servers", "--source kafka needs"),
         (["ingest", "--source", "jsonl", "--input", "{input}", "--checkpoint", "c", "--output",
           "o", "--usage-output", "u"], "--usage-checkpoint", "--usage-output needs"),
+        (["ingest", "--source", "jsonl", "--input", "{input}", "--checkpoint", "c", "--output",
+          "o", "--override-output", "v"], "--override-checkpoint", "--override-output needs"),
+        ([*INGEST, "--override-input", "v.jsonl"], "--override-input", "needs --override-output"),
+        (["report", "--input", "{input}", "--output-dir", "d", "--override-dataset", "{input}",
+          "--override-signatures", "require", "--override-signers", "CN=alice"],
+         "--signature-ca-file", "=require needs"),
+        (["report", "--input", "{input}", "--output-dir", "d", "--override-signatures", "require"],
+         "--override-signers", "=require needs"),
     ],
 )  # fmt: skip
 @pytest.mark.usefixtures("in_tmp_path")

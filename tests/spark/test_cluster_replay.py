@@ -4,28 +4,40 @@ A scenario of five brokers: snapshots every minute with random usage crossing bo
 per-volume limit overrides, one broker with a 20-minute publishing outage (stale while live),
 one retired with a tombstone, one that joins late and later has its clock a minute ahead for
 ten minutes (its snapshots dated 60 s after their Kafka record timestamps, which the consumer
-refuses on arrival). The same snapshots go through ``ClusterState`` (apply on arrival with the
-record timestamp, retire, live set, decide) and through the history path (JSONL, Spark rows
-with the consumer's thresholds and a ``receivedAt`` column, per-snapshot broker samples,
-``replay_cluster``).
+refuses on arrival). The operator forces PAUSE during a calm spell (cleared early by a
+tombstone), OPEN during the burst, and an unsigned OPEN (refused: signatures are required)
+during the skewed spell. The same snapshots and override records go through ``ClusterState``
+(apply on arrival with the record timestamp, retire, live set, the ``OverrideFollower``,
+decide) and through the history path (JSONL, Spark rows with the consumer's thresholds and a
+``receivedAt`` column, per-snapshot broker samples, the override fold, ``replay_cluster``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from consumer import ClusterState, DecisionPolicy
+from consumer.override_follower import OverrideFollower
+from consumer.snapshot_topic_reader import TopicRecord
 from schemas.decision import OnMissing
 from schemas.snapshot import VolumeSnapshot
 from spark_history.broker_samples import broker_buckets, refused_arrivals, to_samples
 from spark_history.cluster_replay import ReplayPolicy, replay_cluster
-from spark_history.decision_replay import STATE_CODES, Candidate
+from spark_history.decision_replay import OPEN, PAUSE, STATE_CODES, Candidate
 from spark_history.history_input import load_history
+from spark_history.override_history import OverrideRecord, fold_overrides, forced_states
+from tests.spark_history_pure.override_factory import (
+    OperatorSigner,
+    override_record,
+    override_value,
+)
 
 START = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
 MINUTES = 120
@@ -37,6 +49,54 @@ JOINS_AT = 30  # broker 4's first snapshot
 BURST = (70, 76)
 SKEWED = (95, 105)  # broker 4's clock is a minute ahead in these minutes
 AHEAD = timedelta(seconds=60)
+CALM_PAUSE = (5, 25, 15)  # forced PAUSE from minute 5 until 25, cleared by a tombstone at 15
+BURST_OPEN = (69.5, 78)  # forced OPEN over broker 1's burst
+UNSIGNED_OPEN = (97, 110)  # an unsigned OPEN: refused, signatures are required
+SIGNER = OperatorSigner(START - timedelta(days=1))
+
+
+def _minute(minutes: float) -> datetime:
+    return START + timedelta(minutes=minutes)
+
+
+def _override_records() -> list[OverrideRecord]:
+    """What the operator wrote on the override topic, each arriving when it was set."""
+    pause = override_value("PAUSE", _minute(CALM_PAUSE[0]), _minute(CALM_PAUSE[1]))
+    opened = override_value("OPEN", _minute(BURST_OPEN[0]), _minute(BURST_OPEN[1]))
+    forged = override_value("OPEN", _minute(UNSIGNED_OPEN[0]), _minute(UNSIGNED_OPEN[1]))
+    return [
+        override_record(pause, _minute(CALM_PAUSE[0]), SIGNER, 0),
+        override_record(None, _minute(CALM_PAUSE[2]), SIGNER, 1),
+        override_record(opened, _minute(BURST_OPEN[0]), SIGNER, 2),
+        override_record(forged, _minute(UNSIGNED_OPEN[0]), None, 3),
+    ]
+
+
+class _ArrivingOverrides:
+    """The override topic as the consumer's follower reads it: records show once arrived."""
+
+    def __init__(self, records: list[OverrideRecord]) -> None:
+        self._records = sorted(records, key=lambda record: record.arrived_at)
+        self.now = 0.0
+        self.assigned = False
+
+    @property
+    def caught_up(self) -> bool:
+        return True
+
+    def assign_from_beginning(self, timeout_seconds: float = 10.0) -> None:
+        self.assigned = True
+
+    def poll(self, timeout_seconds: float, max_records: int = 500) -> Iterator[TopicRecord]:
+        while self._records and self._records[0].arrived_at.timestamp() <= self.now:
+            record = self._records.pop(0)
+            stamp = round(record.arrived_at.timestamp() * 1000)
+            yield TopicRecord(
+                record.key, record.value, 0, record.offset, record.headers, stamp, True
+            )
+
+    def reconnect(self, timeout_seconds: float = 2.0) -> str | None:
+        return None
 
 
 def _limit(percent: float) -> dict[str, object]:
@@ -116,6 +176,8 @@ def _consumer_decisions(
     state = ClusterState(
         DecisionPolicy(stale_after_seconds=STALE_SECONDS, on_missing=OnMissing.PAUSE)
     )
+    topic = _ArrivingOverrides(_override_records())
+    follower = OverrideFollower(topic, CollectorRegistry(), policy=SIGNER.policy())
     joined: dict[int, float] = {}
     for snapshot in snapshots:
         instant = snapshot.snapshot_at.timestamp()
@@ -139,7 +201,9 @@ def _consumer_decisions(
             state.retire(3)
             retired = True
         state.set_live_brokers(broker for broker in range(5) if _live(broker, now, joined))
-        decision = state.decide(datetime.fromtimestamp(now, UTC))
+        topic.now = now
+        moment = datetime.fromtimestamp(now, UTC)
+        decision = state.decide(moment, override=follower.current(now, moment))
         states.append(STATE_CODES[decision.state])
         factors.append(decision.throttle_factor)
     return states, factors
@@ -179,6 +243,9 @@ def test_replay_matches_cluster_state_instant_by_instant(
     # Every 20 s from the first snapshot to two minutes past the last.
     grid = START.timestamp() + np.arange(0, (MINUTES + 2) * 60, 20.0)
     policy = ReplayPolicy(stale_after_seconds=STALE_SECONDS, retired_after_seconds=86400.0)
+    overrides = fold_overrides(_override_records(), SIGNER.policy())
+    assert len(overrides.refused) == 1  # the unsigned OPEN
+    forced = forced_states(overrides.intervals, grid)
     outage = (grid > START.timestamp() + (OUTAGE[0] + 3) * 60) & (
         grid < START.timestamp() + OUTAGE[1] * 60
     )
@@ -187,7 +254,8 @@ def test_replay_matches_cluster_state_instant_by_instant(
     )
     # The limits in force (with per-volume overrides), then a MinFreePercentage candidate.
     for candidate in (None, Candidate(12.5, 5.0)):
-        timeline = replay_cluster(samples, grid, policy, candidate)
+        timeline = replay_cluster(samples, grid, policy, candidate, forced)
+        by_rule = replay_cluster(samples, grid, policy, candidate)
         expected_states, expected_factors = _consumer_decisions(
             snapshots, arrivals, grid, candidate
         )
@@ -199,3 +267,20 @@ def test_replay_matches_cluster_state_instant_by_instant(
         # Refused while its clock is ahead: unknown, the cluster paused for missing data.
         assert (timeline.missing_data | (timeline.states == 2))[skewed].all(), candidate
         assert timeline.missing_data[skewed].any(), candidate
+        # The operator's PAUSE holds a calm spell the rule left open at times, its OPEN a
+        # burst the rule paused, and the tombstone ends the PAUSE early.
+        calm = (grid >= _minute(CALM_PAUSE[0]).timestamp()) & (
+            grid < _minute(CALM_PAUSE[2]).timestamp()
+        )
+        burst = (grid >= _minute(BURST_OPEN[0]).timestamp()) & (
+            grid < _minute(BURST_OPEN[1]).timestamp()
+        )
+        assert (by_rule.states[calm] != PAUSE).any(), candidate
+        assert (timeline.states[calm] == PAUSE).all(), candidate
+        assert (by_rule.states[burst] == PAUSE).any(), candidate
+        assert (timeline.states[burst] == OPEN).all(), candidate
+        assert (forced[calm] == PAUSE).all()
+        assert not (forced[(grid >= _minute(CALM_PAUSE[2]).timestamp()) & ~burst] >= 0).any()
+        hours = timeline.hours(20.0)
+        assert hours["overridePausedHours"] == pytest.approx(calm.sum() * 20.0 / 3600.0)
+        assert hours["overrideOpenHours"] == pytest.approx(burst.sum() * 20.0 / 3600.0)

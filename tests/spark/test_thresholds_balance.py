@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import cast
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from schemas.decision import QuotaState
 from spark_history.advice import advice_text
 from spark_history.balance import balance
+from spark_history.override_history import OverrideInterval
 from spark_history.thresholds import TuningParams, threshold_tradeoffs
 
 from .conftest import RowsFactory
@@ -123,6 +126,44 @@ def test_a_soft_limit_under_the_worst_dip_is_never_recommended(make_rows: RowsFa
     advice = advice_text(replay.table, replay.evidence, 30, 6.0)
     assert advice.startswith("Keep the limits in force (soft 10% free, hard 5% free"), advice
     assert "lowest free share seen was 8.0%" in advice
+
+
+def test_hours_an_override_decided_make_no_candidate_cheaper(make_rows: RowsFactory) -> None:
+    # 10/5 in force. Free space steps from 26 % to 17 % for the 20 h from 40 h before AT (a
+    # 9-point climb at once: 10/5 leaves 5 points between its limits, too few), then back.
+    # 20/5 throttles those 20 h, 15/5 none: 15/5 is the cheaper. But an operator forced
+    # OPEN over them: no limits could have changed those hours, and they decide nothing.
+    hours = np.arange(-72 * 60, 0, 5) / 60.0 + 2.5 / 60.0
+    free = np.where((hours >= -40.0) & (hours < -20.0), 17.0, 26.0)
+    frame = volume_frame([0], "/dev/a", hours, (100.0 - free) * CAPACITY / 100.0, CAPACITY)
+    rows = make_rows(frame)
+    params = TuningParams(soft_grid=(15.0, 20.0), hard_grid=(5.0,))
+
+    def recommended(table: pd.DataFrame) -> list[tuple[float, float]]:
+        best = table[table["recommended"]]
+        return list(zip(best["softPercent"], best["hardPercent"], strict=True))
+
+    by_rule = threshold_tradeoffs(rows, AT, params)
+    assert recommended(by_rule.table) == [(15.0, 5.0)]
+    opened = OverrideInterval(
+        (AT - timedelta(hours=41)).timestamp(),
+        (AT - timedelta(hours=19)).timestamp(),
+        QuotaState.OPEN,
+    )
+    replay = threshold_tradeoffs(rows, AT, params, overrides=[opened])
+    table = replay.table
+    # Every bucket from the one ending 40 h before AT to the one ending 20 h before it lies
+    # wholly in the override: 21 hours, for the limits in force and every candidate alike.
+    assert table["overrideOpenHours"].tolist() == [21.0, 21.0, 21.0]
+    assert table["overridePausedHours"].tolist() == [0.0, 0.0, 0.0]
+    assert table["throttledHours"].tolist() == [0.0, 0.0, 0.0]
+    # The same cost: the higher soft limit (more margin) is recommended.
+    assert recommended(table) == [(20.0, 5.0)]
+    advice = advice_text(table, replay.evidence, 30, 6.0)
+    assert advice.endswith(
+        "Operators' overrides decided 21 h of the period (21 h forced OPEN, 0 h forced "
+        "PAUSE): the same under any limits, they are not counted in the hours above."
+    ), advice
 
 
 def test_balance_flags_the_odd_volume_and_the_odd_broker(make_rows: RowsFactory) -> None:
