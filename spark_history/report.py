@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from schemas.wire_types import format_instant
-from spark_history import storage
+from spark_history import hourly_rollup, storage
 from spark_history.advice import advice_text
 from spark_history.balance import balance
 from spark_history.broker_samples import bucket_offset, window_rows
@@ -66,14 +66,35 @@ def worst_first(forecast: pd.DataFrame) -> pd.DataFrame:
 
 
 def usage_series(
-    rows: DataFrame, at: datetime, volumes: pd.DataFrame, params: ForecastParams
+    rows: DataFrame,
+    at: datetime,
+    volumes: pd.DataFrame,
+    params: ForecastParams,
+    rollup: DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per bucket of the forecast's lookback (``params``: its buckets), min/max used % and the
-    latest limits (as used %) of the chosen volumes."""
+    latest limits (as used %) of the chosen volumes; from ``rollup`` (the hourly rollup of
+    ``rows``) where its hours are those buckets (``hourly_rollup.serves``)."""
     lookback_hours, bucket_seconds = params.lookback_hours, params.bucket_seconds
     if volumes.empty:
         return pd.DataFrame()
     wanted = rows.sparkSession.createDataFrame(volumes[["brokerId", "volumeName"]])
+    if rollup is not None and hourly_rollup.serves(at, lookback_hours, bucket_seconds):
+        hours = hourly_rollup.window_hours(rollup, at, lookback_hours)
+        hourly = hours.join(F.broadcast(wanted), ["brokerId", "volumeName"]).select(
+            "brokerId",
+            "volumeName",
+            hourly_rollup.bucket_of(at).alias("bucket"),
+            F.col("maxUsedPercent").alias("maxPercent"),
+            F.col("minUsedPercent").alias("minPercent"),
+            (100.0 - 100.0 * F.col("lastSoftThresholdBytes") / F.col("lastCapacity")).alias(
+                "softPercent"
+            ),
+            (100.0 - 100.0 * F.col("lastHardThresholdBytes") / F.col("lastCapacity")).alias(
+                "hardPercent"
+            ),
+        )
+        return _series(hourly)
     offset = bucket_offset(at, bucket_seconds)
     window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0).join(
         F.broadcast(wanted), ["brokerId", "volumeName"]
@@ -89,6 +110,10 @@ def usage_series(
             100.0 - 100.0 * F.col("hardThresholdBytes") / F.col("capacity"), "snapshotAt"
         ).alias("hardPercent"),
     )
+    return _series(hourly)
+
+
+def _series(hourly: DataFrame) -> pd.DataFrame:
     series = hourly.toPandas()
     series["hours"] = series["bucket"].astype(float) - 0.5
     return series.sort_values(["brokerId", "volumeName", "hours"])
@@ -116,20 +141,24 @@ def write_report(
     receipts: DataFrame | None = None,
     panels: PanelParams | None = None,
     usage: DataFrame | None = None,
+    rollup: DataFrame | None = None,
 ) -> ReportFiles:
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
-    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``)."""
+    timestamps (clock skew), ``usage``: the usage dataset (topic panels, ``report_planning``),
+    ``rollup``: the hourly rollup of ``rows`` (``rollup_store.load_rollup``), which the hourly
+    analyses read instead of ``rows`` where it gives the same buckets."""
     panels = panels or PanelParams()
-    forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones)
+    forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones, rollup=rollup)
     with step("cluster replay of the limits"):
         replay = threshold_tradeoffs(rows, at, tuning, tombstones)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
     with step("usage series of the plotted volumes"):
         plotted = forecast.head(max_plotted)
-        series = usage_series(rows, at, plotted, forecast_params)
+        series = usage_series(rows, at, plotted, forecast_params, rollup)
     with step("weekly growth per broker"):
-        growth = weekly_growth(broker_hours(rows, at, panels.growth_weeks), at, panels.growth_weeks)
+        weeks = panels.growth_weeks
+        growth = weekly_growth(broker_hours(rows, at, weeks, rollup), at, weeks)
     with step("data quality and clock skew"):
         quality = _quality(
             replay.buckets, forecast, at, tuning=tuning, receipts=receipts, panels=panels
@@ -143,7 +172,7 @@ def write_report(
         forecast_params=forecast_params,
         tuning=tuning,
     )
-    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours)
+    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours, rollup)
     planner_summary = planning_summary(planned) | capacity_summary(capacity)
     summary |= _panel_summary(quality, growth, panels) | planner_summary
     data = ReportData(
@@ -172,11 +201,13 @@ def _forecast(
     at: datetime,
     forecast_params: ForecastParams,
     tombstones: DataFrame | None,
+    *,
+    rollup: DataFrame | None = None,
 ) -> tuple[pd.DataFrame, Planning]:
     """The forecast table, worst first (the mechanism's answer where the usage history has the
     volume's topics, the trend's elsewhere: ``forecast_choice``), and the topic panels."""
     with step("forecast"):
-        trend = forecast_volumes(rows, at, forecast_params, tombstones).toPandas()
+        trend = forecast_volumes(rows, at, forecast_params, tombstones, rollup).toPandas()
     with step("topics and headroom"):
         planned = planning(rows, usage, at, forecast_params)
     return worst_first(one_forecast(trend, planned.mechanism)), planned
