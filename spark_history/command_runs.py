@@ -22,7 +22,7 @@ from volume_quota.config.sources import describe_setting
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
@@ -106,7 +106,18 @@ def _ingest(
         _compact(session, arguments.output, settings.compact_min_files, None)
         if usage is not None and usage_output is not None:
             _compact(session, usage_output, settings.compact_min_files, None)
+    _refresh_rollup(session, arguments.output)
     return 0
+
+
+def _refresh_rollup(session: SparkSession, dataset: str) -> None:
+    """Recompute the hourly rollup of the dates the ingest touched (and any other stale one)."""
+    from spark_history.rollup_store import refresh_rollup
+    from spark_history.session import step
+
+    with step("hourly rollup"), _progress(session):
+        result = _spark_call(lambda: refresh_rollup(session, dataset))
+    print(f"{dataset}: {result.describe()}")
 
 
 def run_compact(arguments: argparse.Namespace) -> int:
@@ -150,7 +161,10 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     with step("forecast"), _progress(session):
         rows = _spark_call(lambda: load_history(session, arguments.input))
         tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
-        trend = _spark_call(lambda: forecast_volumes(rows, at, params, tombstones).toPandas())
+        rollup = _spark_call(lambda: _rollup_for(session, arguments.input, rows, at, params))
+        trend = _spark_call(
+            lambda: forecast_volumes(rows, at, params, tombstones, rollup).toPandas()
+        )
     if trend.empty:
         raise HistoryUsageError(
             f"no snapshots in {arguments.input} in the "
@@ -170,6 +184,25 @@ def run_forecast(arguments: argparse.Namespace) -> int:
         _spark_call(lambda: storage.replace_text(session, arguments.prometheus_textfile, metrics))
     print(f"wrote {arguments.output}: {describe_forecast(table, settings.horizon_days)}")
     return 0
+
+
+def _rollup_for(
+    session: SparkSession, path: str, rows: DataFrame, at: datetime, params: ForecastParams
+) -> DataFrame | None:
+    """The hourly rollup when the forecast's buckets are its hours (1 h buckets, ``at`` on a
+    whole hour, a whole number of hours of lookback), else None: the hourly analyses then read
+    the raw rows, as their buckets straddle the rollup's hours."""
+    from spark_history.hourly_rollup import serves
+    from spark_history.rollup_store import load_rollup
+
+    if not serves(at, params.lookback_hours, params.bucket_seconds):
+        print(
+            "[history] hourly rollup not used: --at is not on a whole hour (or the buckets "
+            "are not 1 h)",
+            file=sys.stderr,
+        )
+        return None
+    return load_rollup(session, path, rows)
 
 
 def _mechanism_forecast(
@@ -255,6 +288,9 @@ def run_report(arguments: argparse.Namespace) -> int:
             _check_local_input(dataset)
             _check_input(session, dataset)
             usage = _spark_call(lambda: load_usage(session, dataset))
+        rollup = _spark_call(
+            lambda: _rollup_for(session, arguments.input, rows, at, forecast_params)
+        )
         files = _spark_call(
             lambda: write_report(
                 rows,
@@ -267,6 +303,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 receipts=load_receipts(session, arguments.input),
                 panels=panels,
                 usage=usage,
+                rollup=rollup,
             )
         )
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")

@@ -38,7 +38,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from spark_history import sink_log, storage
+from spark_history import rollup_store, sink_log, storage
 from spark_history.errors import HistoryUsageError
 
 COMPACTION_DIR = "_compaction"
@@ -189,6 +189,8 @@ def _finish(session: SparkSession, root: str, journal: Journal) -> None:
             sink_log.render_log(entries),
             staging=storage.join(log_dir, f".{name}{_LOG_STAGING}{stage}.tmp"),
         )
+    # The rows are the same: a rollup computed from the old files holds for the new ones.
+    rollup_store.restamp(session, root, journal.removed, [str(entry["path"]) for entry in added])
     for path in journal.removed:
         storage.delete(session, unquote(path))
     directory = storage.join(root, COMPACTION_DIR)
