@@ -187,7 +187,13 @@ def run_forecast(arguments: argparse.Namespace) -> int:
 
 
 def _rollup_for(
-    session: SparkSession, path: str, rows: DataFrame, at: datetime, params: ForecastParams
+    session: SparkSession,
+    path: str,
+    rows: DataFrame,
+    at: datetime,
+    params: ForecastParams,
+    *,
+    lookback_hours: float | None = None,
 ) -> DataFrame | None:
     """The hourly rollup when the forecast's buckets are its hours (1 h buckets, ``at`` on a
     whole hour, a whole number of hours of lookback), else None: the hourly analyses then read
@@ -202,7 +208,7 @@ def _rollup_for(
             file=sys.stderr,
         )
         return None
-    return load_rollup(session, path, rows)
+    return load_rollup(session, path, rows, (at, lookback_hours or params.lookback_hours))
 
 
 def _mechanism_forecast(
@@ -265,7 +271,9 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 def run_report(arguments: argparse.Namespace) -> int:
     from spark_history.history_input import load_history, load_receipts, load_tombstones
     from spark_history.report import PanelParams, write_report
+    from spark_history.report_capacity import BACKTEST_MAX_BUCKETS
     from spark_history.usage_forecast import load_usage
+    from spark_history.weekly_growth import WEEK_HOURS
 
     settings = load_options(ReportSettings, arguments)
     panels = PanelParams(
@@ -288,8 +296,16 @@ def run_report(arguments: argparse.Namespace) -> int:
             _check_local_input(dataset)
             _check_input(session, dataset)
             usage = _spark_call(lambda: load_usage(session, dataset))
+        # The longest window of the analyses that read the rollup.
+        longest = max(
+            forecast_params.lookback_hours,
+            (panels.growth_weeks + 1) * WEEK_HOURS,
+            min(tuning.lookback_hours, float(BACKTEST_MAX_BUCKETS)),
+        )
         rollup = _spark_call(
-            lambda: _rollup_for(session, arguments.input, rows, at, forecast_params)
+            lambda: _rollup_for(
+                session, arguments.input, rows, at, forecast_params, lookback_hours=longest
+            )
         )
         files = _spark_call(
             lambda: write_report(

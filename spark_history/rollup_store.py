@@ -24,6 +24,7 @@ files (:func:`restamp`) instead of recomputing.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 import uuid
@@ -287,26 +288,40 @@ def _by_date(paths: Iterable[str]) -> dict[str, set[str]]:
 
 
 def load_rollup(
-    session: SparkSession, path: str, rows: DataFrame, stream: TextIO = sys.stderr
+    session: SparkSession,
+    path: str,
+    rows: DataFrame,
+    window: tuple[dt.datetime, float] | None = None,
+    stream: TextIO = sys.stderr,
 ) -> DataFrame:
     """The rollup of the history at ``path`` whose volume rows are ``rows``
     (``history_input.load_history``): the stored rollup of every valid date, and the hours of
     stale dates (or of all of them: a JSONL input, a dataset without the sink log) computed
-    from ``rows`` once in this run (cached). Never a stale stored date."""
+    from ``rows`` once in this run (cached). Never a stale stored date. ``window``: (``at``,
+    hours before it) that the readers need; only the dates it touches are read."""
+    dates = None if window is None else _dates_of(*window)
+    if dates is not None:
+        rows = rows.where(F.col("date").between(F.lit(dates[0]), F.lit(dates[1])))
     if not has_sink_log(session, path):
         print("[history] no stored hourly rollup: computed from the raw rows", file=stream)
         return hourly_rollup(rows).cache()
     state = rollup_state(session, path)
+    stale = [date for date in state.stale if _inside(date, dates)]
     parts = []
-    if state.stale:
+    if stale:
         print(
-            f"[history] hourly rollup stale or missing for {len(state.stale)} date(s): "
+            f"[history] hourly rollup stale or missing for {len(stale)} date(s): "
             "computed from the raw rows",
             file=stream,
         )
-        dates = [F.lit(date).cast("date") for date in state.stale]
-        parts.append(hourly_rollup(rows.where(F.col("date").isin(*dates))).cache())
-    files = [uri for manifest in state.valid.values() for uri in manifest.rollup_files]
+        wanted = [F.lit(date).cast("date") for date in stale]
+        parts.append(hourly_rollup(rows.where(F.col("date").isin(*wanted))).cache())
+    files = [
+        uri
+        for date, manifest in state.valid.items()
+        if _inside(date, dates)
+        for uri in manifest.rollup_files
+    ]
     if files:
         hourly = rollup_root(storage.qualified(session, path))
         stored = session.read.option("basePath", hourly).parquet(
@@ -319,3 +334,12 @@ def load_rollup(
     for part in parts[1:]:
         frame = frame.unionByName(part)
     return frame
+
+
+def _dates_of(at: dt.datetime, lookback_hours: float) -> tuple[dt.date, dt.date]:
+    start = at - dt.timedelta(hours=lookback_hours)
+    return start.astimezone(dt.UTC).date(), at.astimezone(dt.UTC).date()
+
+
+def _inside(day: str, dates: tuple[dt.date, dt.date] | None) -> bool:
+    return dates is None or dates[0] <= dt.date.fromisoformat(day) <= dates[1]

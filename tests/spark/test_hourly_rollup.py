@@ -16,12 +16,14 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_history import hourly_rollup, synthetic
+from spark_history.commands import main
 from spark_history.forecast import forecast_volumes, hourly_envelope
 from spark_history.history_input import load_history
 from spark_history.ingest import JsonlSource, run_ingest
 from spark_history.report import usage_series
 from spark_history.report_capacity import backtest_panel
 from spark_history.report_capacity import broker_hours as capacity_broker_hours
+from spark_history.rollup_store import load_rollup, refresh_rollup, rollup_state
 from spark_history.synthetic_jsonl import write_jsonl
 from spark_history.trend_forecast import ForecastParams
 from spark_history.weekly_growth import broker_hours as growth_broker_hours
@@ -125,14 +127,22 @@ on midnights, where the rollup's hours are split between two date partitions."""
 
 
 @pytest.fixture(scope="module")
-def ingested(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DataFrame]:
-    """The synthetic history, ingested as ``history ingest`` does (limits and thresholds)."""
+def dataset(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The synthetic history, ingested as ``history ingest`` does (limits and thresholds),
+    with its stored rollup refreshed (ten dates)."""
     work: Path = tmp_path_factory.mktemp("rollup")
     frame = synthetic.history_frame(synthetic.make_traces(5, 8, SYNTHETIC), 5, SYNTHETIC)
     write_jsonl(frame, work / "inbox" / "history.jsonl")
     source = JsonlSource((work / "inbox").as_uri())
-    run_ingest(spark, source, (work / "ck").as_uri(), (work / "dataset").as_uri())
-    rows = load_history(spark, (work / "dataset").as_uri()).cache()
+    uri = (work / "dataset").as_uri()
+    run_ingest(spark, source, (work / "ck").as_uri(), uri)
+    assert len(refresh_rollup(spark, uri).dates) == 10
+    return uri
+
+
+@pytest.fixture(scope="module")
+def ingested(spark: SparkSession, dataset: str) -> Iterator[DataFrame]:
+    rows = load_history(spark, dataset).cache()
     yield rows
     rows.unpersist()
 
@@ -147,9 +157,10 @@ def _same(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> None:
 
 @pytest.mark.parametrize("at", [AT, AT - timedelta(hours=30)])
 def test_each_hourly_analysis_gives_the_same_from_the_rollup_as_from_raw(
-    ingested: DataFrame, at: datetime
+    spark: SparkSession, dataset: str, ingested: DataFrame, at: datetime
 ) -> None:
-    rollup = hourly_rollup.hourly_rollup(ingested).cache()
+    assert rollup_state(spark, dataset).stale == ()  # the stored rollup is what is read
+    rollup = load_rollup(spark, dataset, ingested.limit(0)).cache()
     nothing = ingested.limit(0)
     params = ForecastParams()
     volume = ["brokerId", "volumeName"]
@@ -182,6 +193,22 @@ def test_each_hourly_analysis_gives_the_same_from_the_rollup_as_from_raw(
     assert (rollup_panel.volumes, rollup_panel.sentence) == (raw_panel.volumes, raw_panel.sentence)
     _same(raw_panel.table, rollup_panel.table, ["forecaster", "horizonHours"])
     rollup.unpersist()
+
+
+def test_the_forecast_command_reads_the_rollup_and_gives_the_raw_forecast(
+    dataset: str,
+    ingested: DataFrame,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    output = tmp_path / "forecast.csv"
+    argv = ["forecast", "--input", dataset, "--at", AT.isoformat(), "--output", str(output)]
+    assert main([*argv, "--master", "local[2]"]) == 0
+    assert "hourly rollup not used" not in capfd.readouterr().err
+    written = pd.read_csv(output)
+    raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
+    columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes", "hoursOfData"]
+    _same(raw[columns], written[columns], ["brokerId", "volumeName"])
 
 
 def test_off_the_hour_the_analyses_read_the_raw_rows(ingested: DataFrame) -> None:
