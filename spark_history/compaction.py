@@ -17,6 +17,8 @@ Steps, for every date partition with at least ``min_files`` listed files:
    atomically on HDFS and local disks): the newest first, with the new files added, so a
    reader in between sees old and new files together (a duplicate the analyses ignore) but
    never neither.
+   The hourly rollup's manifest of each compacted date then names the new files, where it
+   named exactly the old ones (``rollup_store.restamp``: the rows are the same).
 5. The old files are deleted, then the journal and the staging directory.
 
 Every compaction first finishes any journal left by an interrupted one (each step checks what

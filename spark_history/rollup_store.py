@@ -173,10 +173,10 @@ def refresh_rollup(
     staging = storage.join(hourly, f"{STAGING_DIR}/{uuid.uuid4().hex}")
     rollup = hourly_rollup(_raw_rows(session, root, [p for ps in raw.values() for p in ps]))
     rollup.repartition("date").write.partitionBy("date").parquet(staging)
-    counts = {
-        str(row["date"]): int(row["count"])
-        for row in session.read.parquet(staging).groupBy("date").count().collect()
-    }
+    counts = {}
+    if storage.any_file(session, staging, ".parquet"):  # none when the dates hold tombstones only
+        counted = session.read.parquet(staging).groupBy("date").count().collect()
+        counts = {str(row["date"]): int(row["count"]) for row in counted}
     for date, files in raw.items():
         _install(session, hourly, staging, Manifest(date, files, (), counts.get(date, 0)))
     storage.delete(session, storage.join(hourly, STAGING_DIR), recursive=True)

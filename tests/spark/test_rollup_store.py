@@ -11,8 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history import compaction, rollup_store, storage, synthetic
+from spark_history import compaction, rollup_store, sink_log, storage, synthetic
 from spark_history.commands import main
 from spark_history.history_input import load_history
 from spark_history.hourly_rollup import ROLLUP_COLUMNS, hourly_rollup, window_hours
@@ -180,3 +181,33 @@ def test_the_stored_rollup_is_read_with_its_date_partitions_pruned(
     assert window.count() == 4  # four volumes, the hour ending at 02:00
     with pytest.raises(Exception, match=r"(?i)parquet"):
         window_hours(stored, at, 3.0).count()  # the window reaches the first day
+
+
+def test_a_date_of_tombstones_only_gets_an_empty_rollup(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A broker's tombstone alone on a new day: no volume row, so no rollup row, and a
+    manifest that says so (the date is not stale)."""
+    _ingest_command(tmp_path, 0)
+    volume = load_history(spark, _dataset(tmp_path)).limit(1)
+    tombstone = volume.selectExpr(
+        "brokerId",
+        "CAST(NULL AS STRING) AS volumeName",
+        *[f"`{name}`" for name in volume.columns if name not in ("brokerId", "volumeName")],
+    ).withColumn("date", F.lit("2026-11-25").cast("date"))
+    staging = tmp_path / "tombstone"
+    tombstone.write.partitionBy("date").parquet(str(staging))
+    written = next(staging.glob("date=*/*.parquet"))
+    target = tmp_path / "dataset" / "date=2026-11-25" / written.name
+    target.parent.mkdir()
+    written.rename(target)
+    log = tmp_path / "dataset" / sink_log.LOG_DIR
+    batch = max(int(name.name) for name in log.iterdir() if name.name.isdigit()) + 1
+    # As Spark writes it: a URI whose "=" is not percent-encoded (Path.as_uri() encodes it).
+    entry = sink_log.file_entry(f"file://{target}", target.stat().st_size, 0, 1, 1 << 25)
+    (log / str(batch)).write_text(sink_log.render_log([entry]))
+
+    assert rollup_store.refresh_rollup(spark, _dataset(tmp_path)).dates == ("2026-11-25",)
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    assert (state.stale, state.valid["2026-11-25"].rows) == ((), 0)
+    _assert_rollup_of_everything(spark, tmp_path)
