@@ -21,11 +21,12 @@ from spark_history.forecast import forecast_volumes, hourly_envelope
 from spark_history.history_input import load_history
 from spark_history.ingest import JsonlSource, run_ingest
 from spark_history.report import usage_series
-from spark_history.report_capacity import backtest_panel
+from spark_history.report_capacity import backtest_panel, capacity_totals
 from spark_history.report_capacity import broker_hours as capacity_broker_hours
 from spark_history.rollup_store import load_rollup, refresh_rollup, rollup_state
 from spark_history.synthetic_jsonl import write_jsonl
 from spark_history.trend_forecast import ForecastParams
+from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, weekly_growth
 from spark_history.weekly_growth import broker_hours as growth_broker_hours
 
 from .conftest import RowsFactory
@@ -209,6 +210,40 @@ def test_the_forecast_command_reads_the_rollup_and_gives_the_raw_forecast(
     raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
     columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes", "hoursOfData"]
     _same(raw[columns], written[columns], ["brokerId", "volumeName"])
+
+
+def test_the_report_command_reads_the_stored_rollup_and_gives_the_raw_tables(
+    dataset: str,
+    ingested: DataFrame,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    windows: list[float] = []
+    read_window = hourly_rollup.window_hours
+
+    def recorded(rollup: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
+        windows.append(lookback_hours)
+        return read_window(rollup, at, lookback_hours)
+
+    monkeypatch.setattr(hourly_rollup, "window_hours", recorded)
+    argv = ["report", "--input", dataset, "--at", AT.isoformat()]
+    argv += ["--output-dir", str(tmp_path), "--master", "local[2]"]
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert "hourly rollup not used" not in err
+    assert "computed from the raw rows" not in err  # every date of the window was stored
+    # Read by the forecast, the usage series and the totals (7 days), the backtest (the
+    # replay's 30 days) and weekly growth (5 weeks).
+    assert sorted(windows) == [168.0, 168.0, 168.0, 30 * 24.0, 5 * 168.0]
+
+    raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
+    columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes", "hoursOfData"]
+    _same(raw[columns], pd.read_csv(tmp_path / "forecast.csv")[columns], columns[:2])
+    growth = weekly_growth(growth_broker_hours(ingested, AT, DEFAULT_GROWTH_WEEKS), AT, 4)
+    _same(growth, pd.read_csv(tmp_path / "weekly_growth.csv"), ["brokerId", "week"])
+    totals = capacity_totals(ingested, AT, ForecastParams()).table
+    _same(totals, pd.read_csv(tmp_path / "capacity_totals.csv"), ["group"])
 
 
 def test_off_the_hour_the_analyses_read_the_raw_rows(ingested: DataFrame) -> None:
