@@ -17,131 +17,14 @@ from typing import TYPE_CHECKING, TypeVar
 from spark_history.analysis_settings import AnalysisSettings, ForecastSettings, ReportSettings
 from spark_history.errors import HistoryUsageError
 from spark_history.settings_flags import load_options
-from spark_history.source_settings import CompactSettings, IngestSettings
-from volume_quota.config.sources import describe_setting
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from spark_history.forecast.trend import ForecastParams
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
-
-
-def run_ingest(arguments: argparse.Namespace) -> int:
-    from spark_history.ingest import JsonlSource, KafkaSource
-    from spark_history.kafka_tls import kafka_tls_options, tls_files
-    from spark_history.override_runs import check_override_options, override_source
-
-    settings = load_options(IngestSettings, arguments)
-    _check_usage_options(arguments, settings)
-    check_override_options(arguments, settings)
-    if arguments.source == "jsonl":
-        if arguments.input is None:
-            raise HistoryUsageError("--source jsonl needs --input URI")
-        _check_local_input(arguments.input)
-        source: JsonlSource | KafkaSource = JsonlSource(arguments.input)
-        usage = None
-        if settings.usage_output is not None and settings.usage_input is not None:
-            _check_local_input(settings.usage_input)
-            usage = JsonlSource(settings.usage_input)
-        if settings.override_input is not None:
-            _check_local_input(settings.override_input)
-        overrides = override_source(settings, None)
-        return _ingest(arguments, settings, source, jars=False, usage=usage, overrides=overrides)
-    if settings.bootstrap_servers is None:
-        raise HistoryUsageError(f"--source kafka needs {describe_setting('bootstrap_servers')}")
-    with kafka_tls_options(tls_files(settings)) as tls_options:
-        options = {**tls_options, **dict(settings.kafka_option)}
-        usage_source = None
-        if settings.usage_output is not None:
-            usage_source = KafkaSource(settings.bootstrap_servers, settings.usage_topic, options)
-        return _ingest(
-            arguments,
-            settings,
-            KafkaSource(settings.bootstrap_servers, settings.topic, options),
-            jars=True,
-            usage=usage_source,
-            overrides=override_source(settings, options),
-        )
-
-
-def _check_usage_options(arguments: argparse.Namespace, settings: IngestSettings) -> None:
-    """The usage options fit the run's paths and source (the settings checked the rest)."""
-    if settings.usage_output is None:
-        return
-    if settings.usage_checkpoint == arguments.checkpoint:
-        raise HistoryUsageError("--usage-checkpoint must differ from --checkpoint")
-    if settings.usage_output == arguments.output:
-        raise HistoryUsageError("--usage-output must differ from --output")
-    if arguments.source == "jsonl" and settings.usage_input is None:
-        raise HistoryUsageError("--source jsonl with --usage-output needs --usage-input URI")
-    if arguments.source == "kafka" and settings.usage_input is not None:
-        raise HistoryUsageError("--usage-input is for --source jsonl; kafka reads --usage-topic")
-
-
-def _ingest(
-    arguments: argparse.Namespace,
-    settings: IngestSettings,
-    source: object,
-    *,
-    jars: bool,
-    usage: object = None,
-    overrides: object = None,
-) -> int:
-    from spark_history.ingest import JsonlSource, KafkaSource, run_ingest
-    from spark_history.override_runs import ingest_overrides
-    from spark_history.session import step
-    from spark_history.usage_ingest import describe_usage_counts, run_usage_ingest
-
-    assert isinstance(source, JsonlSource | KafkaSource)
-    session = _session(arguments, kafka=jars)
-    with step("ingest"), _progress(session):
-        counts = _spark_call(
-            lambda: run_ingest(session, source, arguments.checkpoint, arguments.output)
-        )
-    print(f"ingested {counts.describe()}")
-    usage_output, usage_checkpoint = settings.usage_output, settings.usage_checkpoint
-    if isinstance(usage, JsonlSource | KafkaSource):
-        assert usage_output is not None  # the settings require them together
-        assert usage_checkpoint is not None
-        with step("usage ingest"), _progress(session):
-            usage_counts = _spark_call(
-                lambda: run_usage_ingest(session, usage, usage_checkpoint, usage_output)
-            )
-        print(f"ingested {describe_usage_counts(usage_counts)}")
-    if isinstance(overrides, JsonlSource | KafkaSource):
-        with step("override ingest"), _progress(session):
-            print(f"ingested {_spark_call(lambda: ingest_overrides(session, overrides, settings))}")
-    if settings.compact_min_files is not None:
-        datasets = [arguments.output, usage_output if usage is not None else None]
-        datasets.append(settings.override_output if overrides is not None else None)
-        for dataset in datasets:
-            if dataset is not None:
-                _compact(session, dataset, settings.compact_min_files, None)
-    return 0
-
-
-def run_compact(arguments: argparse.Namespace) -> int:
-    settings = load_options(CompactSettings, arguments)
-    _check_local_input(arguments.dataset)
-    session = _session(arguments)
-    _check_input(session, arguments.dataset)
-    _compact(session, arguments.dataset, settings.min_files, settings.max_rows_per_file)
-    return 0
-
-
-def _compact(
-    session: SparkSession, dataset: str, min_files: int, max_rows_per_file: int | None
-) -> None:
-    from spark_history.compaction import DEFAULT_MAX_ROWS_PER_FILE, compact_dataset
-    from spark_history.session import step
-
-    rows = max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE
-    with step("compaction"), _progress(session):
-        result = _spark_call(lambda: compact_dataset(session, dataset, min_files, rows))
-    print(f"compacted {dataset}: {result.describe()}")
 
 
 def run_forecast(arguments: argparse.Namespace) -> int:
@@ -164,7 +47,10 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     with step("forecast"), _progress(session):
         rows = _spark_call(lambda: load_history(session, arguments.input))
         tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
-        trend = _spark_call(lambda: forecast_volumes(rows, at, params, tombstones).toPandas())
+        rollup = _spark_call(lambda: _rollup_for(session, arguments.input, rows, at, params))
+        trend = _spark_call(
+            lambda: forecast_volumes(rows, at, params, tombstones, rollup).toPandas()
+        )
     if trend.empty:
         raise HistoryUsageError(
             f"no snapshots in {arguments.input} in the "
@@ -184,6 +70,31 @@ def run_forecast(arguments: argparse.Namespace) -> int:
         _spark_call(lambda: storage.replace_text(session, arguments.prometheus_textfile, metrics))
     print(f"wrote {arguments.output}: {describe_forecast(table, settings.horizon_days)}")
     return 0
+
+
+def _rollup_for(
+    session: SparkSession,
+    path: str,
+    rows: DataFrame,
+    at: datetime,
+    params: ForecastParams,
+    *,
+    lookback_hours: float | None = None,
+) -> DataFrame | None:
+    """The hourly rollup when the forecast's buckets are its hours (1 h buckets, ``at`` on a
+    whole hour, a whole number of hours of lookback), else None: the hourly analyses then read
+    the raw rows, as their buckets straddle the rollup's hours."""
+    from spark_history.hourly_rollup import serves
+    from spark_history.rollup_store import load_rollup
+
+    if not serves(at, params.lookback_hours, params.bucket_seconds):
+        print(
+            "[history] hourly rollup not used: --at is not on a whole hour (or the buckets "
+            "are not 1 h)",
+            file=sys.stderr,
+        )
+        return None
+    return load_rollup(session, path, rows, (at, lookback_hours or params.lookback_hours))
 
 
 def _mechanism_forecast(
@@ -244,7 +155,6 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 
 
 def run_report(arguments: argparse.Namespace) -> int:
-    from spark_history.forecast.spark_mechanism import load_usage
     from spark_history.history_input import load_history, load_receipts, load_tombstones
     from spark_history.override_runs import (
         describe_overrides,
@@ -252,14 +162,13 @@ def run_report(arguments: argparse.Namespace) -> int:
         report_overrides,
     )
     from spark_history.report import PanelParams, write_report
+    from spark_history.report_capacity import BACKTEST_MAX_BUCKETS
+    from spark_history.weekly_growth import WEEK_HOURS
 
     settings = load_options(ReportSettings, arguments)
     override_dataset = settings.override_dataset
     policy = None if override_dataset is None else history_override_policy(settings)
-    panels = PanelParams(
-        growth_weeks=settings.growth_weeks,
-        max_clock_skew_seconds=settings.max_clock_skew_seconds,
-    )
+    panels = PanelParams(settings.growth_weeks, settings.max_clock_skew_seconds)
     at = _evaluation_time(settings.at)
     tuning = _tuning_params(settings)
     forecast_params = _forecast_params(settings)
@@ -270,15 +179,21 @@ def run_report(arguments: argparse.Namespace) -> int:
         rows = _spark_call(lambda: load_history(session, arguments.input))
         if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
             raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
-        usage = None
-        dataset = settings.usage_dataset
-        if dataset is not None:
-            _check_local_input(dataset)
-            _check_input(session, dataset)
-            usage = _spark_call(lambda: load_usage(session, dataset))
+        usage = _usage_dataset(session, settings.usage_dataset)
         overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
         if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
+        # The longest window of the analyses that read the rollup.
+        longest = max(
+            forecast_params.lookback_hours,
+            (panels.growth_weeks + 1) * WEEK_HOURS,
+            min(tuning.lookback_hours, float(BACKTEST_MAX_BUCKETS)),
+        )
+        rollup = _spark_call(
+            lambda: _rollup_for(
+                session, arguments.input, rows, at, forecast_params, lookback_hours=longest
+            )
+        )
         files = _spark_call(
             lambda: write_report(
                 rows,
@@ -292,10 +207,22 @@ def run_report(arguments: argparse.Namespace) -> int:
                 panels=panels,
                 usage=usage,
                 overrides=overrides.intervals,
+                rollup=rollup,
             )
         )
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")
     return 0
+
+
+def _usage_dataset(session: SparkSession, dataset: str | None) -> DataFrame | None:
+    """The usage dataset ``--usage-dataset`` names (checked), or None."""
+    from spark_history.forecast.spark_mechanism import load_usage
+
+    if dataset is None:
+        return None
+    _check_local_input(dataset)
+    _check_input(session, dataset)
+    return _spark_call(lambda: load_usage(session, dataset))
 
 
 def _forecast_params(settings: AnalysisSettings) -> ForecastParams:

@@ -23,7 +23,8 @@ from spark_history.analysis_settings import (
     UsageDatasetSettings,
 )
 from spark_history.backtest_command import add_backtest
-from spark_history.command_runs import run_compact, run_forecast, run_ingest, run_report
+from spark_history.command_runs import run_forecast, run_report
+from spark_history.ingest_runs import run_compact, run_ingest
 from spark_history.settings_flags import add_config_flag, add_options
 from spark_history.source_settings import (
     CompactSettings,

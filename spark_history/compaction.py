@@ -17,6 +17,8 @@ Steps, for every date partition with at least ``min_files`` listed files:
    atomically on HDFS and local disks): the newest first, with the new files added, so a
    reader in between sees old and new files together (a duplicate the analyses ignore) but
    never neither.
+   The hourly rollup's manifest of each compacted date then names the new files, where it
+   named exactly the old ones (``rollup_store.restamp``: the rows are the same).
 5. The old files are deleted, then the journal and the staging directory.
 
 Every compaction first finishes any journal left by an interrupted one (each step checks what
@@ -38,7 +40,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from spark_history import sink_log, storage
+from spark_history import rollup_store, sink_log, storage
 from spark_history.errors import HistoryUsageError
 
 COMPACTION_DIR = "_compaction"
@@ -189,6 +191,8 @@ def _finish(session: SparkSession, root: str, journal: Journal) -> None:
             sink_log.render_log(entries),
             staging=storage.join(log_dir, f".{name}{_LOG_STAGING}{stage}.tmp"),
         )
+    # The rows are the same: a rollup computed from the old files holds for the new ones.
+    rollup_store.restamp(session, root, journal.removed, [str(entry["path"]) for entry in added])
     for path in journal.removed:
         storage.delete(session, unquote(path))
     directory = storage.join(root, COMPACTION_DIR)

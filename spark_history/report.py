@@ -11,27 +11,23 @@ are the same numbers for machines, and hours_to_full.prom the forecast for Prome
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from schemas.wire_types import format_instant
-from spark_history import storage
-from spark_history.advice import advice_text
+from spark_history import hourly_rollup, storage
 from spark_history.balance import balance
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.clock_skew import (
     DEFAULT_MAX_SKEW_SECONDS,
     skew_per_broker,
-    skew_sentence,
     with_clock_skew,
 )
-from spark_history.data_quality import broker_quality, quality_sentence
+from spark_history.data_quality import broker_quality
 from spark_history.forecast.choice import one_forecast
 from spark_history.forecast.spark_trend import forecast_volumes
 from spark_history.forecast.trend import ForecastParams
@@ -41,10 +37,9 @@ from spark_history.prometheus import textfile
 from spark_history.report_capacity import capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
 from spark_history.report_planning import Planning, planning, planning_summary
+from spark_history.report_summary import panel_summary, report_summary
 from spark_history.session import step
 from spark_history.thresholds import (
-    IN_FORCE,
-    FleetEvidence,
     Tradeoffs,
     TuningParams,
     threshold_tradeoffs,
@@ -53,8 +48,6 @@ from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, broker_hours, week
 
 REPORT_FILE = "report.html"
 PROMETHEUS_FILE = "hours_to_full.prom"
-MIN_COMPACTION_LAG_HOURS = 24.0
-"""The publisher's default ``min.compaction.lag.ms`` (24 h), for the ingest-lag warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +67,35 @@ def worst_first(forecast: pd.DataFrame) -> pd.DataFrame:
 
 
 def usage_series(
-    rows: DataFrame, at: datetime, volumes: pd.DataFrame, params: ForecastParams
+    rows: DataFrame,
+    at: datetime,
+    volumes: pd.DataFrame,
+    params: ForecastParams,
+    rollup: DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per bucket of the forecast's lookback (``params``: its buckets), min/max used % and the
-    latest limits (as used %) of the chosen volumes."""
+    latest limits (as used %) of the chosen volumes; from ``rollup`` (the hourly rollup of
+    ``rows``) where its hours are those buckets (``hourly_rollup.serves``)."""
     lookback_hours, bucket_seconds = params.lookback_hours, params.bucket_seconds
     if volumes.empty:
         return pd.DataFrame()
     wanted = rows.sparkSession.createDataFrame(volumes[["brokerId", "volumeName"]])
+    if rollup is not None and hourly_rollup.serves(at, lookback_hours, bucket_seconds):
+        hours = hourly_rollup.window_hours(rollup, at, lookback_hours)
+        hourly = hours.join(F.broadcast(wanted), ["brokerId", "volumeName"]).select(
+            "brokerId",
+            "volumeName",
+            hourly_rollup.bucket_of(at).alias("bucket"),
+            F.col("maxUsedPercent").alias("maxPercent"),
+            F.col("minUsedPercent").alias("minPercent"),
+            (100.0 - 100.0 * F.col("lastSoftThresholdBytes") / F.col("lastCapacity")).alias(
+                "softPercent"
+            ),
+            (100.0 - 100.0 * F.col("lastHardThresholdBytes") / F.col("lastCapacity")).alias(
+                "hardPercent"
+            ),
+        )
+        return _series(hourly)
     offset = bucket_offset(at, bucket_seconds)
     window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0).join(
         F.broadcast(wanted), ["brokerId", "volumeName"]
@@ -97,6 +111,10 @@ def usage_series(
             100.0 - 100.0 * F.col("hardThresholdBytes") / F.col("capacity"), "snapshotAt"
         ).alias("hardPercent"),
     )
+    return _series(hourly)
+
+
+def _series(hourly: DataFrame) -> pd.DataFrame:
     series = hourly.toPandas()
     series["hours"] = series["bucket"].astype(float) - 0.5
     return series.sort_values(["brokerId", "volumeName", "hours"])
@@ -125,35 +143,29 @@ def write_report(
     panels: PanelParams | None = None,
     usage: DataFrame | None = None,
     overrides: Sequence[OverrideInterval] = (),
+    rollup: DataFrame | None = None,
 ) -> ReportFiles:
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
-    timestamps, ``usage``: the usage dataset, ``overrides``: when an override was in force."""
+    timestamps, ``usage``: the usage dataset, ``overrides``: when an override was in force,
+    ``rollup``: the hourly rollup of ``rows`` (``rollup_store.load_rollup``), which the hourly
+    analyses read instead of ``rows`` where it gives the same buckets."""
     panels = panels or PanelParams()
-    forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones)
+    forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones, rollup=rollup)
     replay = _limit_replay(rows, at, tuning, tombstones, overrides)
     with step("balance"):
         skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
-    with step("usage series of the plotted volumes"):
-        plotted = forecast.head(max_plotted)
-        series = usage_series(rows, at, plotted, forecast_params)
-    with step("weekly growth per broker"):
-        growth = weekly_growth(broker_hours(rows, at, panels.growth_weeks), at, panels.growth_weeks)
+    plotted = forecast.head(max_plotted)
+    series = _plotted_series(rows, at, plotted, forecast_params, rollup)
+    growth = _weekly_growth(rows, at, panels.growth_weeks, rollup)
     with step("data quality and clock skew"):
         quality = _quality(
             replay.buckets, forecast, at, tuning=tuning, receipts=receipts, panels=panels
         )
-    summary = _summary(
-        at,
-        forecast=forecast,
-        tradeoffs=replay.table,
-        evidence=replay.evidence,
-        skew=skew,
-        forecast_params=forecast_params,
-        tuning=tuning,
-    )
-    capacity = capacity_panels(rows, at, forecast_params, tuning.lookback_hours, usage)
-    planner_summary = planning_summary(planned) | capacity_summary(capacity)
-    summary |= _panel_summary(quality, growth, panels) | planner_summary
+    summary = report_summary(at, forecast, replay, skew, (forecast_params, tuning))
+    window = tuning.lookback_hours
+    capacity = capacity_panels(rows, at, forecast_params, window, usage=usage, rollup=rollup)
+    summary |= panel_summary(quality, growth, panels.max_clock_skew_seconds)
+    summary |= planning_summary(planned) | capacity_summary(capacity)
     data = ReportData(
         at=at,
         forecast=forecast,
@@ -174,6 +186,24 @@ def write_report(
         return _write_files(rows.sparkSession, output_dir, data)
 
 
+def _plotted_series(
+    rows: DataFrame,
+    at: datetime,
+    plotted: pd.DataFrame,
+    params: ForecastParams,
+    rollup: DataFrame | None,
+) -> pd.DataFrame:
+    with step("usage series of the plotted volumes"):
+        return usage_series(rows, at, plotted, params, rollup)
+
+
+def _weekly_growth(
+    rows: DataFrame, at: datetime, weeks: int, rollup: DataFrame | None
+) -> pd.DataFrame:
+    with step("weekly growth per broker"):
+        return weekly_growth(broker_hours(rows, at, weeks, rollup), at, weeks)
+
+
 def _limit_replay(
     rows: DataFrame,
     at: datetime,
@@ -192,11 +222,13 @@ def _forecast(
     at: datetime,
     forecast_params: ForecastParams,
     tombstones: DataFrame | None,
+    *,
+    rollup: DataFrame | None = None,
 ) -> tuple[pd.DataFrame, Planning]:
     """The forecast table, worst first (the mechanism's answer where the usage history has the
     volume's topics, the trend's elsewhere: ``choice``), and the topic panels."""
     with step("forecast"):
-        trend = forecast_volumes(rows, at, forecast_params, tombstones).toPandas()
+        trend = forecast_volumes(rows, at, forecast_params, tombstones, rollup).toPandas()
     with step("topics and headroom"):
         planned = planning(rows, usage, at, forecast_params)
     return worst_first(one_forecast(trend, planned.mechanism)), planned
@@ -214,35 +246,6 @@ def _quality(
     quality = broker_quality(buckets, forecast, at, tuning.policy.stale_after_seconds / 3600.0)
     skews = skew_per_broker(receipts, at, tuning.lookback_hours)
     return with_clock_skew(quality, skews, panels.max_clock_skew_seconds)
-
-
-def _panel_summary(
-    quality: pd.DataFrame, growth: pd.DataFrame, panels: PanelParams
-) -> dict[str, object]:
-    """summary.json's data-quality sentence and each broker's growth over the last week."""
-    latest = growth[growth["week"] == 0]
-    return {
-        "dataQuality": quality_sentence(quality, MIN_COMPACTION_LAG_HOURS)
-        + " "
-        + skew_sentence(quality, panels.max_clock_skew_seconds),
-        "clockSkewedBrokers": [
-            int(broker)
-            for broker in quality.loc[quality["clockSkewed"].fillna(False), "brokerId"].tolist()
-        ],
-        "weeklyGrowth": [
-            {
-                "brokerId": int(broker),
-                "growthBytesPerWeek": _or_none(growth_bytes),
-                "growthPercentPerWeek": _or_none(growth_percent),
-            }
-            for broker, growth_bytes, growth_percent in zip(
-                latest["brokerId"].tolist(),
-                latest["growthBytesPerWeek"].tolist(),
-                latest["growthPercentPerWeek"].tolist(),
-                strict=True,
-            )
-        ],
-    }
 
 
 def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> ReportFiles:
@@ -279,89 +282,3 @@ def _write_files(session: SparkSession, output_dir: str, data: ReportData) -> Re
     for uri, text in texts.items():
         storage.write_text(session, uri, text)
     return files
-
-
-def _recommendation(tradeoffs: pd.DataFrame) -> dict[str, object] | None:
-    best = tradeoffs[tradeoffs["recommended"]]
-    if best.empty:
-        return None
-    row = best.iloc[0]
-    return {
-        "softLimit": {"type": "MinFreePercentage", "level": float(row["softPercent"])},
-        "hardLimit": {"type": "MinFreePercentage", "level": float(row["hardPercent"])},
-        "minWarningHours": _or_none(row["minWarningHours"]),
-        "clusterThrottledHours": float(row["throttledHours"]),
-        "clusterPausedHours": float(row["pausedHours"]),
-    }
-
-
-def _fleet_evidence(evidence: FleetEvidence, within_hours: float) -> dict[str, object]:
-    return {
-        "climbPercent": evidence.climb_percent,
-        "climbWithinHours": within_hours,
-        "climbByVolumeClass": [
-            {
-                "volumeClass": entry.volume_class,
-                "volumes": entry.volumes,
-                "climbPercent": entry.climb_percent,
-            }
-            for entry in evidence.climb_by_class
-        ],
-        "lowestFreePercent": evidence.lowest_free_percent,
-    }
-
-
-def _summary(
-    at: datetime,
-    *,
-    forecast: pd.DataFrame,
-    tradeoffs: pd.DataFrame,
-    evidence: FleetEvidence,
-    skew: pd.DataFrame,
-    forecast_params: ForecastParams,
-    tuning: TuningParams,
-) -> dict[str, object]:
-    filling = forecast[forecast["hoursToFull"].notna()]
-    soonest = None
-    if not filling.empty:
-        first = filling.iloc[0]
-        soonest = {
-            "brokerId": int(first["brokerId"]),
-            "volumeName": first["volumeName"],
-            "hoursToFull": float(first["hoursToFull"]),
-        }
-    current = tradeoffs[tradeoffs["limits"] == IN_FORCE].iloc[0]
-    return {
-        "at": format_instant(at),
-        "volumes": len(forecast),
-        "brokers": int(forecast["brokerId"].nunique()) if len(forecast) else 0,
-        "volumesForecastToFill": int((filling["trend"] != "full").sum()),
-        "volumesFull": int((forecast["trend"] == "full").sum()),
-        "soonestToFill": soonest,
-        "trends": {str(k): int(v) for k, v in forecast["trend"].value_counts().items()},
-        "thresholdAdvice": advice_text(
-            tradeoffs, evidence, tuning.lookback_hours / 24, tuning.min_warning_hours
-        ),
-        "thresholdRecommendation": _recommendation(tradeoffs),
-        "fleetEvidence": _fleet_evidence(evidence, tuning.min_warning_hours),
-        "limitsInForce": {
-            "clusterThrottledHours": float(current["throttledHours"]),
-            "clusterPausedHours": float(current["pausedHours"]),
-            "clusterMissingDataPausedHours": float(current["missingDataPausedHours"]),
-        },
-        "skewedVolumes": int(skew["volumeSkewed"].sum()) if len(skew) else 0,
-        "skewedBrokers": int(skew.loc[skew["brokerSkewed"], "brokerId"].nunique())
-        if len(skew)
-        else 0,
-        "forecastParams": asdict(forecast_params),
-        "tuningParams": {
-            **asdict(tuning),
-            "soft_grid": list(tuning.soft_grid),
-            "hard_grid": list(tuning.hard_grid),
-        },
-    }
-
-
-def _or_none(value: object) -> float | None:
-    number = float(value)  # type: ignore[arg-type]
-    return None if math.isnan(number) else number

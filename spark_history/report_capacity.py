@@ -20,6 +20,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history import hourly_rollup
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.capacity_crossings import (
     BROKER_HOUR_COLUMNS,
@@ -75,25 +76,39 @@ class CapacityTotals:
     sentence: str
 
 
-def broker_hours(rows: DataFrame, at: datetime, params: ForecastParams) -> pd.DataFrame:
+def broker_hours(
+    rows: DataFrame, at: datetime, params: ForecastParams, rollup: DataFrame | None = None
+) -> pd.DataFrame:
     """Spark: per broker and bucket of the forecast's lookback, the sum over its volumes of each
     one's newest consumed and capacity bytes (``capacity_crossings.BROKER_HOUR_COLUMNS``): a
-    row per broker and hour reaches the driver, not one per volume."""
+    row per broker and hour reaches the driver, not one per volume. From ``rollup`` (the
+    hourly rollup of ``rows``) where its hours are the buckets (``hourly_rollup.serves``)."""
     lookback = params.lookback_hours * params.bucket_seconds / 3600.0
-    window = window_rows(rows, at, lookback).where(F.col("volumeName").isNotNull())
-    bucket = F.ceil(bucket_offset(at, params.bucket_seconds)).cast("long")
-    newest = window.groupBy("brokerId", "volumeName", bucket.alias("bucket")).agg(
-        F.max_by("consumed", "snapshotAt").cast("double").alias("consumed"),
-        F.max_by("capacity", "snapshotAt").cast("double").alias("capacity"),
-    )
+    if rollup is not None and hourly_rollup.serves(at, lookback, params.bucket_seconds):
+        newest = hourly_rollup.window_hours(rollup, at, lookback).select(
+            "brokerId",
+            "volumeName",
+            hourly_rollup.bucket_of(at).alias("bucket"),
+            F.col("lastConsumed").cast("double").alias("consumed"),
+            F.col("lastCapacity").cast("double").alias("capacity"),
+        )
+    else:
+        window = window_rows(rows, at, lookback).where(F.col("volumeName").isNotNull())
+        bucket = F.ceil(bucket_offset(at, params.bucket_seconds)).cast("long")
+        newest = window.groupBy("brokerId", "volumeName", bucket.alias("bucket")).agg(
+            F.max_by("consumed", "snapshotAt").cast("double").alias("consumed"),
+            F.max_by("capacity", "snapshotAt").cast("double").alias("capacity"),
+        )
     totals = newest.groupBy("brokerId", "bucket").agg(
         F.sum("consumed").alias("consumed"), F.sum("capacity").alias("capacity")
     )
     return totals.toPandas()[list(BROKER_HOUR_COLUMNS)]
 
 
-def capacity_totals(rows: DataFrame, at: datetime, params: ForecastParams) -> CapacityTotals:
-    hours = broker_hours(rows, at, params)
+def capacity_totals(
+    rows: DataFrame, at: datetime, params: ForecastParams, rollup: DataFrame | None = None
+) -> CapacityTotals:
+    hours = broker_hours(rows, at, params, rollup)
     table = crossing_table(hours, at, params)
     totals = group_hours(hours, params)
     fleet = totals[totals["group"] == FLEET][["bucket", "consumed", "capacity"]]
@@ -149,23 +164,32 @@ def backtest_panel(
     at: datetime,
     window_hours: float,
     bucket_seconds: float,
+    *,
     usage: DataFrame | None = None,
+    rollup: DataFrame | None = None,
 ) -> BacktestPanel:
-    """Spark buckets the last ``window_hours`` (at most :data:`BACKTEST_MAX_BUCKETS`); the
-    backtest core scores linear-6h, linear-72h, the forecast and with the ``usage`` dataset the
-    mechanism (bands cross-fitted: ``volume_forecasters``) at a few rolling origins of every
-    volume."""
+    """Spark buckets the last ``window_hours`` (at most :data:`BACKTEST_MAX_BUCKETS`), from
+    ``rollup`` (the hourly rollup of ``rows``) where its hours are the buckets
+    (``hourly_rollup.serves``); the backtest core scores linear-6h, linear-72h, the forecast and
+    with the ``usage`` dataset the mechanism (bands cross-fitted: ``volume_forecasters``) at a
+    few rolling origins of every volume."""
     buckets = min(window_hours * 3600.0 / bucket_seconds, float(BACKTEST_MAX_BUCKETS))
     config = backtest_config(buckets)
     if config is None:
         return _empty_backtest(0, f"The window ({buckets:g} buckets) is too short to backtest.")
-    window = window_rows(rows, at, buckets * bucket_seconds / 3600.0)
-    window, in_window = _sampled(window.where(F.col("volumeName").isNotNull()))
-    volumes = series_by_volume(bucket_rows(window, bucket_seconds, at).toPandas())
+    lookback = buckets * bucket_seconds / 3600.0
+    if rollup is not None and hourly_rollup.serves(at, lookback, bucket_seconds):
+        window, in_window = _sampled(hourly_rollup.window_hours(rollup, at, lookback))
+        bucketed = _rollup_buckets(window)
+    else:
+        window = window_rows(rows, at, lookback)
+        window, in_window = _sampled(window.where(F.col("volumeName").isNotNull()))
+        bucketed = bucket_rows(window, bucket_seconds, at)
+    volumes = series_by_volume(bucketed.toPandas())
     history = None
     if usage is not None:
-        since = at - timedelta(seconds=buckets * bucket_seconds)
         keys = window.select("brokerId", "volumeName").distinct()
+        since = at - timedelta(hours=lookback)
         history = usage_history(usage, bucket_seconds, at, keys, since)
     scores = []
     for (_, _, one), forecasters in zip(
@@ -177,6 +201,21 @@ def backtest_panel(
         return _empty_backtest(len(volumes), "No volume has enough history to backtest.")
     return BacktestPanel(
         _backtest_frame(summary), len(volumes), backtest_sentence(summary), in_window
+    )
+
+
+def _rollup_buckets(hours: DataFrame) -> DataFrame:
+    """``backtest_spark.bucket_rows``' columns (1 h buckets) from the rollup's merged hours."""
+    return hours.select(
+        "brokerId",
+        "volumeName",
+        (F.unix_seconds(F.col("hourEnd")) / F.lit(3600)).cast("long").alias("bucket"),
+        F.col("maxConsumed").cast("double").alias("maxConsumed"),
+        hourly_rollup.mean_consumed().alias("meanConsumed"),
+        F.col("minConsumed").cast("double").alias("minConsumed"),
+        (hourly_rollup.mean_epoch_seconds() / F.lit(3600.0)).alias("meanTime"),
+        F.col("lastCapacity").cast("double").alias("capacity"),
+        F.col("lastHardThresholdBytes").cast("double").alias("hardThresholdBytes"),
     )
 
 
@@ -274,14 +313,19 @@ def capacity_panels(
     at: datetime,
     params: ForecastParams,
     window_hours: float,
+    *,
     usage: DataFrame | None = None,
+    rollup: DataFrame | None = None,
 ) -> CapacityPanels:
     """Both panels: the totals on the forecast's lookback, the backtest on the last
-    ``window_hours`` (the replay's window; the mechanism too with the ``usage`` dataset)."""
+    ``window_hours`` (the replay's window; the mechanism too with the ``usage`` dataset);
+    ``rollup``: the hourly rollup of ``rows``."""
     with step("fleet and broker totals"):
-        totals = capacity_totals(rows, at, params)
+        totals = capacity_totals(rows, at, params, rollup)
     with step("backtest of the forecast"):
-        backtest = backtest_panel(rows, at, window_hours, params.bucket_seconds, usage)
+        backtest = backtest_panel(
+            rows, at, window_hours, params.bucket_seconds, usage=usage, rollup=rollup
+        )
     return CapacityPanels(totals, backtest)
 
 

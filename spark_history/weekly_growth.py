@@ -27,6 +27,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history import hourly_rollup
 from spark_history.broker_samples import window_rows
 
 WEEK_HOURS = 168
@@ -48,15 +49,28 @@ GROWTH_COLUMNS: tuple[str, ...] = (
 )
 
 
-def broker_hours(rows: DataFrame, at: datetime, weeks: int) -> pd.DataFrame:
+def broker_hours(
+    rows: DataFrame, at: datetime, weeks: int, rollup: DataFrame | None = None
+) -> pd.DataFrame:
     """Spark: per broker and hour of the last ``weeks + 1`` weeks, the sum over its volumes
-    of each volume's maximum consumed (and capacity) in that hour."""
-    window = window_rows(rows, at, (weeks + 1) * float(WEEK_HOURS))
-    seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
-    bucket = F.ceil((seconds - F.lit(at.timestamp())) / F.lit(3600.0)).cast("long")
-    per_volume = window.groupBy("brokerId", "volumeName", bucket.alias("bucket")).agg(
-        F.max("consumed").alias("consumed"), F.max("capacity").alias("capacity")
-    )
+    of each volume's maximum consumed (and capacity) in that hour; from ``rollup`` (the
+    hourly rollup of ``rows``) where its hours are those (``hourly_rollup.serves``)."""
+    lookback = (weeks + 1) * float(WEEK_HOURS)
+    if rollup is not None and hourly_rollup.serves(at, lookback):
+        per_volume = hourly_rollup.window_hours(rollup, at, lookback).select(
+            "brokerId",
+            "volumeName",
+            hourly_rollup.bucket_of(at).alias("bucket"),
+            F.col("maxConsumed").alias("consumed"),
+            F.col("maxCapacity").alias("capacity"),
+        )
+    else:
+        window = window_rows(rows, at, lookback)
+        seconds = F.unix_micros(F.col("snapshotAt")) / 1e6
+        bucket = F.ceil((seconds - F.lit(at.timestamp())) / F.lit(3600.0)).cast("long")
+        per_volume = window.groupBy("brokerId", "volumeName", bucket.alias("bucket")).agg(
+            F.max("consumed").alias("consumed"), F.max("capacity").alias("capacity")
+        )
     per_broker = per_volume.groupBy("brokerId", "bucket").agg(
         F.sum("consumed").alias("consumed"), F.sum("capacity").alias("capacity")
     )

@@ -15,6 +15,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history import hourly_rollup
 from spark_history.broker_samples import bucket_offset, window_rows
 from spark_history.forecast.envelope import (
     CALIBRATION_SCHEMA,
@@ -27,11 +28,18 @@ from spark_history.forecast.trend import ForecastParams
 
 
 def hourly_envelope(
-    rows: DataFrame, at: datetime, lookback_hours: float, bucket_seconds: float = 3600.0
+    rows: DataFrame,
+    at: datetime,
+    lookback_hours: float,
+    bucket_seconds: float = 3600.0,
+    rollup: DataFrame | None = None,
 ) -> DataFrame:
     """Per volume and bucket before ``at``: max, min, mean and last consumed, the mean sample
     time, capacity, path. Times
-    (``offsetHours``, ``lastHours``, ``lookback_hours``) count buckets of ``bucket_seconds``."""
+    (``offsetHours``, ``lastHours``, ``lookback_hours``) count buckets of ``bucket_seconds``.
+    Read from ``rollup`` (``hourly_rollup``) where its hours are the buckets, else from ``rows``."""
+    if rollup is not None and hourly_rollup.serves(at, lookback_hours, bucket_seconds):
+        return envelope_from_rollup(rollup, at, lookback_hours)
     offset = bucket_offset(at, bucket_seconds)
     window = window_rows(rows, at, lookback_hours * bucket_seconds / 3600.0)
     window = window.withColumn("offsetHours", offset).withColumn(
@@ -47,6 +55,27 @@ def hourly_envelope(
         F.max_by("path", "snapshotAt").alias("path"),
         F.max("snapshotAt").alias("lastAt"),
         F.max("offsetHours").alias("lastHours"),
+    )
+
+
+def envelope_from_rollup(rollup: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
+    """:func:`hourly_envelope`'s columns from the rollup's hours of the window (1 h buckets,
+    ``at`` on a whole hour: ``hourly_rollup.serves``)."""
+    hours = hourly_rollup.window_hours(rollup, at, lookback_hours)
+    mean_time = hourly_rollup.mean_epoch_seconds()
+    return hours.select(
+        "brokerId",
+        "volumeName",
+        hourly_rollup.bucket_of(at).cast("int").alias("bucket"),
+        "maxConsumed",
+        "minConsumed",
+        hourly_rollup.mean_consumed().alias("meanConsumed"),
+        ((mean_time - F.lit(at.timestamp())) / F.lit(3600.0)).alias("meanHours"),
+        "lastConsumed",
+        F.col("lastCapacity").alias("capacity"),
+        F.col("lastPath").alias("path"),
+        "lastAt",
+        hourly_rollup.offset_hours(F.col("lastAt"), at).alias("lastHours"),
     )
 
 
@@ -76,15 +105,17 @@ def forecast_volumes(
     at: datetime,
     params: ForecastParams | None = None,
     tombstones: DataFrame | None = None,
+    rollup: DataFrame | None = None,
 ) -> DataFrame:
     """One forecast row per volume seen in the lookback window before ``at``.
 
     ``tombstones`` (``brokerId``, ``snapshotAt``: when the broker's tombstone was read) mark
-    brokers that left; their volumes are flagged ``retired`` and not forecast.
+    brokers that left; their volumes are flagged ``retired`` and not forecast. ``rollup``: the
+    hourly rollup of ``rows``, read instead of them where it can be (:func:`hourly_envelope`).
     """
     params = params or ForecastParams()
     hourly = with_retirements(
-        hourly_envelope(rows, at, params.lookback_hours, params.bucket_seconds),
+        hourly_envelope(rows, at, params.lookback_hours, params.bucket_seconds, rollup),
         tombstones,
         at,
         params.bucket_seconds,

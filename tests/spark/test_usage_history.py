@@ -253,7 +253,7 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
 
     # The report's backtest panel scores the mechanism beside the lines (at its few origins, 8
     # a volume, too few errors to calibrate a band); both volumes grow by what `logs` writes.
-    panel = backtest_panel(history, at, float(hours), 3600.0, usage)
+    panel = backtest_panel(history, at, float(hours), 3600.0, usage=usage)
     mechanism = panel.table[panel.table["forecaster"] == "mechanism"]
     assert mechanism["origins"].sum() > 0
     assert (mechanism["misses"] + mechanism["falseFills"]).sum() == 0
