@@ -235,16 +235,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--days", type=float, action="append", required=True,
                         help="days of history of one size; repeatable")  # fmt: skip
-    parser.add_argument("--brokers", type=int, default=1000)
-    parser.add_argument("--volumes-per-broker", type=int, default=16)
+    parser.add_argument("--brokers", type=int, default=1000, help="default: %(default)s")
+    parser.add_argument("--volumes-per-broker", type=int, default=16, help="default: %(default)s")
     parser.add_argument("--cores", type=int, default=2, help="the worker's cores")
-    parser.add_argument("--worker-memory", default="12g")
-    parser.add_argument("--driver-memory", default="4g")
-    parser.add_argument("--executor-memory", default="8g")
+    parser.add_argument("--worker-memory", default="12g", help="the worker's memory (%(default)s)")
+    parser.add_argument("--driver-memory", default="4g", help="spark-submit's (%(default)s)")
+    parser.add_argument("--executor-memory", default="8g", help="spark-submit's (%(default)s)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/vq-fleet-scale"),
                         help="datasets (kept and reused), reports, logs")  # fmt: skip
-    parser.add_argument("--target-brokers", type=int, default=10_000)
-    parser.add_argument("--target-days", type=float, default=90.0)
+    parser.add_argument(
+        "--target-brokers",
+        type=int,
+        default=10_000,
+        help="extrapolate to this fleet (%(default)s brokers)",
+    )
+    parser.add_argument(
+        "--target-days", type=float, default=90.0, help="... and this history (%(default)s days)"
+    )
     arguments = parser.parse_args(argv)
     workdir: Path = arguments.workdir
     workdir.mkdir(parents=True, exist_ok=True)
