@@ -57,7 +57,7 @@ def write_dataset(rows: int, target: Path, seed: int = 5) -> int:
     return written
 
 
-def _environment() -> dict[str, str]:
+def spark_environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYSPARK")}
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1")
     return env
@@ -70,13 +70,13 @@ def standalone(workdir: Path, cores: int, memory: str) -> Iterator[str]:
     master = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
          "--port", "17177", "--webui-port", "18180"],
-        stdout=log, stderr=subprocess.STDOUT, env=_environment(),
+        stdout=log, stderr=subprocess.STDOUT, env=spark_environment(),
     )  # fmt: skip
     worker = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.worker.Worker", "spark://127.0.0.1:17177",
          "--cores", str(cores), "--memory", memory, "--host", "127.0.0.1",
          "--webui-port", "18181", "--work-dir", str(workdir / "work")],
-        stdout=log, stderr=subprocess.STDOUT, env=_environment(),
+        stdout=log, stderr=subprocess.STDOUT, env=spark_environment(),
     )  # fmt: skip
     try:
         time.sleep(25.0)
@@ -101,7 +101,7 @@ def submit(master: str, package: Path, dataset: Path, out: Path, executor_memory
     ]  # fmt: skip
     started = time.monotonic()
     result = subprocess.run(
-        command, capture_output=True, text=True, env=_environment(), check=False
+        command, capture_output=True, text=True, env=spark_environment(), check=False
     )
     elapsed = time.monotonic() - started
     if result.returncode != 0:

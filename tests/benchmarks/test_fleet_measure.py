@@ -1,0 +1,99 @@
+"""The fleet-scale benchmark's pure helpers: step lines, process roles, textfile series and the
+extrapolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.fleet_measure import (
+    DRIVER_JVM,
+    DRIVER_PYTHON,
+    EXECUTOR_JVM,
+    EXECUTOR_PYTHON,
+    Measured,
+    extrapolate,
+    fit_line,
+    parse_steps,
+    process_role,
+    prometheus_series,
+    rows_read,
+)
+
+STDERR = """\
+26/11/27 07:30:00 WARN NativeCodeLoader: Unable to load native-hadoop library
+[history] forecast ...
+[history] forecast: 12.5 s
+[history] topics and headroom ...
+[Stage 3:====>    (2 + 2) / 8]
+[history] topics and headroom: 40.0 s
+[history] backtest of the forecast: 3 s
+[history] forecast: 1.5 s
+"""
+
+
+def test_step_lines_are_parsed_in_order_and_a_repeated_step_is_summed() -> None:
+    assert parse_steps(STDERR) == {
+        "forecast": 14.0,
+        "topics and headroom": 40.0,
+        "backtest of the forecast": 3.0,
+    }
+
+
+def test_a_step_still_running_has_no_time() -> None:
+    assert parse_steps("[history] balance ...\n") == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "role"),
+    [
+        (["/usr/lib/jvm/bin/java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit"], DRIVER_JVM),
+        (["java", "org.apache.spark.executor.CoarseGrainedExecutorBackend"], EXECUTOR_JVM),
+        (["/usr/bin/python3", "/w/spark_history/job.py", "report"], DRIVER_PYTHON),
+        (["python3", "-m", "pyspark.daemon"], EXECUTOR_PYTHON),
+        (["java", "org.apache.spark.deploy.worker.Worker"], None),
+        (["bash", "spark-submit", "job.py"], None),
+        ([], None),
+    ],
+)
+def test_process_roles_come_from_the_command_line(command: list[str], role: str | None) -> None:
+    assert process_role(command) == role
+
+
+def test_textfile_series_are_counted_per_metric_without_comments() -> None:
+    text = (
+        "# HELP a_hours x\n# TYPE a_hours gauge\n"
+        'a_hours{broker="1",volume="/dev/vdb"} 3.5\n'
+        'a_hours{broker="2",volume="/dev/vdb"} 4\n'
+        "b_total 7\n\n"
+    )
+    assert prometheus_series(text) == {"a_hours": 2, "b_total": 1}
+
+
+def test_a_line_is_fitted_through_points_and_one_point_goes_through_the_origin() -> None:
+    line = fit_line([(1.0, 12.0), (3.0, 16.0), (10.0, 30.0)])
+    assert line.intercept == pytest.approx(10.0)
+    assert line.slope == pytest.approx(2.0)
+    assert fit_line([(4.0, 8.0)]).at(10.0) == pytest.approx(20.0)
+
+
+def test_a_step_reads_only_its_window() -> None:
+    assert rows_read(100.0, 90.0, 30.0) == 3000.0
+    assert rows_read(100.0, 3.0, 30.0) == 300.0
+    assert rows_read(100.0, 90.0, None) == 9000.0
+
+
+def test_extrapolation_scales_windowed_steps_by_their_window_and_files_by_volumes() -> None:
+    runs = [
+        Measured(10, days, 1000.0, 0.0, {"forecast": 5.0 + days, "plots and files": 2.0})
+        for days in (1.0, 3.0)
+    ]
+    # forecast: 5 s + 1 s per 1000 rows; at 10x the volumes and 90 days it reads 7 days.
+    target = extrapolate(runs, volumes=100, days=90.0)
+    assert target["forecast"] == pytest.approx(5.0 + 70.0)
+    # plots and files: the same volumes in both runs, so its line is through the origin.
+    assert target["plots and files"] == pytest.approx(20.0)
+
+
+def test_a_step_not_known_to_the_model_is_taken_to_read_the_whole_history() -> None:
+    runs = [Measured(10, days, 1000.0, 0.0, {"new step": days}) for days in (1.0, 3.0)]
+    assert extrapolate(runs, volumes=10, days=90.0)["new step"] == pytest.approx(90.0)
