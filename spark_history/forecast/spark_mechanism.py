@@ -25,7 +25,7 @@ from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
 from spark_history.forecast.spark_trend import hourly_envelope
 from spark_history.forecast.trend import ForecastParams
-from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
+from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, TOPIC
 
 
 def load_usage(session: SparkSession, uri: str) -> DataFrame:
@@ -112,14 +112,19 @@ def mechanism_volumes(
 ) -> DataFrame:
     """One mechanism forecast row per volume with usage rows in the lookback window before
     ``at`` (``spark_history.forecast.mechanism.usage_frame.MECHANISM_SCHEMA``), its fill time
-    banded by :func:`mechanism_calibration`."""
+    banded by :func:`mechanism_calibration`.
+
+    The window's usage is rolled up to the buckets first (``spark_buckets.usage_buckets``: each
+    topic's newest survey per bucket), as the calibration and the backtest read it: the write
+    rates are Theil-Sen slopes, whose cost grows with the square of the points, and a survey a
+    minute gives 60 points an hour that say no more about a rate over 72 h than one does."""
     params = params or ForecastParams()
     calibration = mechanism_calibration(usage, snapshots, at, params)
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
     rate_window_hours = params.fit_hours
-    volumes = _usage_window(usage, at, lookback_seconds).where(F.col("kind").isin(TOPIC, OTHER))
-    volumes = volumes.drop("date", "configReadAt", *CONFIG_VALUE_COLUMNS)
+    window = _usage_window(usage, at, lookback_seconds)
+    volumes, _ = usage_buckets(window, bucket_seconds, at)
     joined = volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left").join(
         newest_snapshots(snapshots, at, lookback_seconds / 3600.0),
         ["brokerId", "volumeName"],
