@@ -230,7 +230,7 @@ def _forecast(
     with step("forecast"):
         trend = forecast_volumes(rows, at, forecast_params, tombstones, rollup).toPandas()
     with step("topics and headroom"):
-        planned = planning(rows, usage, at, forecast_params)
+        planned = planning(rows, usage, at, forecast_params, rollup)
     return worst_first(one_forecast(trend, planned.mechanism)), planned
 
 

@@ -31,9 +31,14 @@ class Planning:
 
 
 def planning(
-    rows: DataFrame, usage: DataFrame | None, at: datetime, params: ForecastParams
+    rows: DataFrame,
+    usage: DataFrame | None,
+    at: datetime,
+    params: ForecastParams,
+    rollup: DataFrame | None = None,
 ) -> Planning:
-    """The planner panels' data (Spark for the windows, pandas for the rest)."""
+    """The planner panels' data (Spark for the windows, pandas for the rest); ``rollup``: the
+    hourly rollup of ``rows``, which the mechanism's calibration reads where it can."""
     lookback_hours = params.lookback_hours * params.bucket_seconds / 3600.0
     volumes = newest_snapshots(rows, at, lookback_hours).toPandas()
     brokers = volumes.groupby("brokerId", as_index=False)[["capacity", "consumed"]].sum()
@@ -41,7 +46,7 @@ def planning(
     if usage is None:
         return Planning(headroom, None, None)
     topics = topic_growth(topic_series(usage, at, WEEK_DAYS), TOP_TOPICS)
-    mechanism = mechanism_volumes(usage, rows, at, params).toPandas()
+    mechanism = mechanism_volumes(usage, rows, at, params, rollup).toPandas()
     mechanism = mechanism.sort_values(
         ["hoursToHardLimit", "brokerId", "volumeName"], na_position="last"
     )[list(MECHANISM_COLUMNS)]

@@ -79,19 +79,25 @@ def config_changes(configs: DataFrame) -> DataFrame:
 
 
 def mechanism_calibration(
-    usage: DataFrame, snapshots: DataFrame, at: datetime, params: ForecastParams
+    usage: DataFrame,
+    snapshots: DataFrame,
+    at: datetime,
+    params: ForecastParams,
+    rollup: DataFrame | None = None,
 ) -> Calibration:
     """The calibration of the mechanism's band, as the trend's is calibrated: every volume's
     mechanism forecast at past origins of the lookback window, scored against its hourly
     envelope (``mechanism_forecaster.mechanism_calibration_group``), the errors pooled on the
     driver. The usage is rolled up to the buckets first (``spark_buckets.usage_buckets``), and
-    the configs to their changes, which every volume's group receives."""
+    the configs to their changes, which every volume's group receives; the envelope comes from
+    ``rollup`` (the hourly rollup of ``snapshots``) where it can
+    (``spark_trend.hourly_envelope``)."""
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     window = _usage_window(usage, at, lookback_seconds)
     volume_rows, _ = usage_buckets(window, params.bucket_seconds, at)
     _, config_rows = usage_buckets(usage, params.bucket_seconds, at)
     configs = config_changes(config_rows).toPandas()
-    hourly = hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds)
+    hourly = hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds, rollup)
     zero = at.timestamp()
 
     def per_volume(envelope: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +114,11 @@ def mechanism_calibration(
 
 
 def mechanism_volumes(
-    usage: DataFrame, snapshots: DataFrame, at: datetime, params: ForecastParams | None = None
+    usage: DataFrame,
+    snapshots: DataFrame,
+    at: datetime,
+    params: ForecastParams | None = None,
+    rollup: DataFrame | None = None,
 ) -> DataFrame:
     """One mechanism forecast row per volume with usage rows in the lookback window before
     ``at`` (``spark_history.forecast.mechanism.usage_frame.MECHANISM_SCHEMA``), its fill time
@@ -119,7 +129,7 @@ def mechanism_volumes(
     rates are Theil-Sen slopes, whose cost grows with the square of the points, and a survey a
     minute gives 60 points an hour that say no more about a rate over 72 h than one does."""
     params = params or ForecastParams()
-    calibration = mechanism_calibration(usage, snapshots, at, params)
+    calibration = mechanism_calibration(usage, snapshots, at, params, rollup)
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
     rate_window_hours = params.fit_hours

@@ -24,6 +24,7 @@ from spark_history.forecast.spark_mechanism import (
 )
 from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
 from spark_history.history_input import load_history
+from spark_history.hourly_rollup import hourly_rollup
 from spark_history.ingest import JsonlSource
 from spark_history.report_capacity import backtest_panel
 from spark_history.synthetic_jsonl import write_jsonl
@@ -240,6 +241,11 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
     # At 72 h only -96..-72 score, 10 errors: a 90 % band needs 19 for both sides.
     assert calibration.counts[MECHANISM, 72.0] == 2 * 5
     assert calibration.horizons(MECHANISM) == [6.0, 24.0]
+    # From the hourly rollup (`at` is on the hour), with no raw row: the same calibration.
+    rolled = mechanism_calibration(usage, history.limit(0), at, params, hourly_rollup(history))
+    assert rolled.counts == calibration.counts
+    for key, bounds in calibration.bounds.items():
+        assert list(rolled.bounds[key]) == pytest.approx(list(bounds)), key
     rows = mechanism_volumes(usage, history, at, params).toPandas()
     assert len(rows) == 2
     for row in rows.to_dict("records"):
