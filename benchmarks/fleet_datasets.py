@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from benchmarks.history_cluster_throughput import with_limits
 from spark_history import synthetic
 from spark_history.usage_documents import CONFIG, OTHER, TOPIC, USAGE_ROW_COLUMNS
 
@@ -65,18 +66,6 @@ class Written:
     volume_rows: int
     usage_rows: int
     seconds: float
-
-
-def _volume_table(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(
-        softLimitType="MinFreePercentage",
-        softLimitLevel=10.0,
-        hardLimitType="MinFreePercentage",
-        hardLimitLevel=5.0,
-        softThresholdBytes=frame["capacity"] * 0.10,
-        hardThresholdBytes=frame["capacity"] * 0.05,
-        free=frame["capacity"] - frame["consumed"],
-    )
 
 
 def _write_dated(table: pd.DataFrame | pa.Table, target: Path, column: str, name: str) -> None:
@@ -259,7 +248,7 @@ def write_fleet(
     volume_rows = usage_rows = 0
     for number, traces in enumerate(_broker_chunks(shape, chunk_brokers)):
         frame = synthetic.history_frame(traces, shape.seed + number, config)
-        _write_dated(_volume_table(frame), volumes, "snapshotAt", f"part-{number:05d}")
+        _write_dated(with_limits(frame), volumes, "snapshotAt", f"part-{number:05d}")
         volume_rows += len(frame)
         if usage is None:
             continue

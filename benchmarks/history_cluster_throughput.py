@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
 import pyspark
 
 from benchmarks.machine import describe_machine
@@ -34,6 +35,19 @@ FLEET_ROWS = 20.7e9
 VOLUMES_PER_BROKER = 4
 
 
+def with_limits(frame: pd.DataFrame) -> pd.DataFrame:
+    """A synthetic history's rows with the stored limits a snapshot carries: 10/5 % free."""
+    return frame.assign(
+        softLimitType="MinFreePercentage",
+        softLimitLevel=10.0,
+        hardLimitType="MinFreePercentage",
+        hardLimitLevel=5.0,
+        softThresholdBytes=frame["capacity"] * 0.10,
+        hardThresholdBytes=frame["capacity"] * 0.05,
+        free=frame["capacity"] - frame["consumed"],
+    )
+
+
 def write_dataset(rows: int, target: Path, seed: int = 5) -> int:
     config = synthetic.HistoryConfig(interval_seconds=60.0, missing_fraction=0.0)
     per_volume = int(config.history_hours * 3600 / config.interval_seconds)
@@ -42,16 +56,7 @@ def write_dataset(rows: int, target: Path, seed: int = 5) -> int:
     written = 0
     for start in range(0, volumes, 64):
         frame = synthetic.history_frame(traces[start : start + 64], seed + start, config)
-        frame = frame.assign(
-            softLimitType="MinFreePercentage",
-            softLimitLevel=10.0,
-            hardLimitType="MinFreePercentage",
-            hardLimitLevel=5.0,
-            softThresholdBytes=frame["capacity"] * 0.10,
-            hardThresholdBytes=frame["capacity"] * 0.05,
-            free=frame["capacity"] - frame["consumed"],
-            date=frame["snapshotAt"].dt.date.astype(str),
-        )
+        frame = with_limits(frame).assign(date=frame["snapshotAt"].dt.date.astype(str))
         frame.to_parquet(target, partition_cols=["date"], index=False)
         written += len(frame)
     return written

@@ -22,18 +22,13 @@ from typing import cast
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_history.snapshot_rows import only_volumes, tombstone_rows
-
-_LOCAL_CLUSTER_ROOT = Path(__file__).resolve().parents[2] / "deploy" / "local"
-if str(_LOCAL_CLUSTER_ROOT) not in sys.path:
-    sys.path.insert(0, str(_LOCAL_CLUSTER_ROOT))
-
-from local_cluster import (  # noqa: E402
+from local_cluster import (
     SNAPSHOT_TOPIC,
     LocalKafkaCluster,
     grant_volume_quota_acls,
 )
-from tests.real_broker.kafka_helpers import create_topic, produce  # noqa: E402
+from spark_history.snapshot_rows import only_volumes, tombstone_rows
+from tests.real_broker.kafka_helpers import create_topic, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.real_broker]
 

@@ -18,22 +18,17 @@ from pyspark.sql import SparkSession
 
 from consumer.overrides import OverridePolicy
 from consumer.signatures import SignatureMode
-from schemas.decision import QuotaState
-from schemas.override import DEFAULT_OVERRIDE_TOPIC
-from spark_history.override_history import fold_overrides
-from spark_history.override_ingest import load_override_records
-
-_LOCAL_CLUSTER_ROOT = Path(__file__).resolve().parents[2] / "deploy" / "local"
-if str(_LOCAL_CLUSTER_ROOT) not in sys.path:
-    sys.path.insert(0, str(_LOCAL_CLUSTER_ROOT))
-
-from local_cluster import (  # noqa: E402
+from local_cluster import (
     SNAPSHOT_TOPIC,
     LocalKafkaCluster,
     grant_volume_quota_acls,
 )
-from local_cluster.acls import allow, create_acls  # noqa: E402
-from tests.real_broker.kafka_helpers import create_topic  # noqa: E402
+from local_cluster.acls import allow, create_acls
+from schemas.decision import QuotaState
+from schemas.override import DEFAULT_OVERRIDE_TOPIC
+from spark_history.override_history import fold_overrides
+from spark_history.override_ingest import load_override_records
+from tests.real_broker.kafka_helpers import create_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.real_broker]
 

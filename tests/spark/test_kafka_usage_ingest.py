@@ -16,7 +16,14 @@ from typing import cast
 import pytest
 from pyspark.sql import SparkSession
 
+from local_cluster import (
+    SNAPSHOT_TOPIC,
+    LocalKafkaCluster,
+    grant_volume_quota_acls,
+)
+from local_cluster.acls import USAGE_TOPIC
 from spark_history.usage_documents import CONFIG, OTHER, TOPIC
+from tests.real_broker.kafka_helpers import create_topic, produce
 from tests.spark_history_pure.usage_factory import (
     GB,
     encoded,
@@ -24,18 +31,6 @@ from tests.spark_history_pure.usage_factory import (
     topic_configs_entry,
     usage_document,
 )
-
-_LOCAL_CLUSTER_ROOT = Path(__file__).resolve().parents[2] / "deploy" / "local"
-if str(_LOCAL_CLUSTER_ROOT) not in sys.path:
-    sys.path.insert(0, str(_LOCAL_CLUSTER_ROOT))
-
-from local_cluster import (  # noqa: E402
-    SNAPSHOT_TOPIC,
-    LocalKafkaCluster,
-    grant_volume_quota_acls,
-)
-from local_cluster.acls import USAGE_TOPIC  # noqa: E402
-from tests.real_broker.kafka_helpers import create_topic, produce  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.real_broker]
 
