@@ -78,12 +78,22 @@ def config_changes(configs: DataFrame) -> DataFrame:
     )
 
 
+def rolled_up_window(usage: DataFrame, at: datetime, params: ForecastParams) -> DataFrame:
+    """The ``topic`` and ``other`` rows of the lookback window, each topic's newest survey per
+    bucket (``spark_buckets.usage_buckets``)."""
+    window = _usage_window(usage, at, params.lookback_hours * params.bucket_seconds)
+    volume_rows, _ = usage_buckets(window, params.bucket_seconds, at)
+    return volume_rows
+
+
 def mechanism_calibration(
     usage: DataFrame,
     snapshots: DataFrame,
     at: datetime,
     params: ForecastParams,
     rollup: DataFrame | None = None,
+    *,
+    volume_rows: DataFrame | None = None,
 ) -> Calibration:
     """The calibration of the mechanism's band, as the trend's is calibrated: every volume's
     mechanism forecast at past origins of the lookback window, scored against its hourly
@@ -91,10 +101,10 @@ def mechanism_calibration(
     driver. The usage is rolled up to the buckets first (``spark_buckets.usage_buckets``), and
     the configs to their changes, which every volume's group receives; the envelope comes from
     ``rollup`` (the hourly rollup of ``snapshots``) where it can
-    (``spark_trend.hourly_envelope``)."""
-    lookback_seconds = params.lookback_hours * params.bucket_seconds
-    window = _usage_window(usage, at, lookback_seconds)
-    volume_rows, _ = usage_buckets(window, params.bucket_seconds, at)
+    (``spark_trend.hourly_envelope``); ``volume_rows``: :func:`rolled_up_window`, when the
+    caller has it."""
+    if volume_rows is None:
+        volume_rows = rolled_up_window(usage, at, params)
     _, config_rows = usage_buckets(usage, params.bucket_seconds, at)
     configs = config_changes(config_rows).toPandas()
     hourly = hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds, rollup)
@@ -129,12 +139,13 @@ def mechanism_volumes(
     rates are Theil-Sen slopes, whose cost grows with the square of the points, and a survey a
     minute gives 60 points an hour that say no more about a rate over 72 h than one does."""
     params = params or ForecastParams()
-    calibration = mechanism_calibration(usage, snapshots, at, params, rollup)
+    # Read once for the calibration and the forecast: the window's usage is the report's
+    # largest read, and rolled up it is a row per topic and bucket.
+    volumes = rolled_up_window(usage, at, params).cache()
+    calibration = mechanism_calibration(usage, snapshots, at, params, rollup, volume_rows=volumes)
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
     rate_window_hours = params.fit_hours
-    window = _usage_window(usage, at, lookback_seconds)
-    volumes, _ = usage_buckets(window, bucket_seconds, at)
     joined = volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left").join(
         newest_snapshots(snapshots, at, lookback_seconds / 3600.0),
         ["brokerId", "volumeName"],
