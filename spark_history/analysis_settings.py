@@ -34,7 +34,7 @@ class AnalysisSettings(HistorySettings):
         None,
         **help_text(
             "evaluate as of this ISO 8601 time with an offset, e.g. 2026-11-22T12:00:00Z "
-            "(default: now)",
+            "(default: the end of the last whole --history-bucket, e.g. the last whole hour)",
             "TIME",
         ),
     )

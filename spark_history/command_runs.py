@@ -37,7 +37,7 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     from spark_history.session import step
 
     settings = load_options(ForecastSettings, arguments)
-    at = _evaluation_time(settings.at)
+    at = _evaluation_time(settings.at, settings.history_bucket)
     params = _forecast_params(settings)
     _check_local_input(arguments.input)
     if settings.usage_dataset is not None:
@@ -169,7 +169,7 @@ def run_report(arguments: argparse.Namespace) -> int:
     override_dataset = settings.override_dataset
     policy = None if override_dataset is None else history_override_policy(settings)
     panels = PanelParams(settings.growth_weeks, settings.max_clock_skew_seconds)
-    at = _evaluation_time(settings.at)
+    at = _evaluation_time(settings.at, settings.history_bucket)
     tuning = _tuning_params(settings)
     forecast_params = _forecast_params(settings)
     _check_local_input(arguments.input)
@@ -256,9 +256,25 @@ def _tuning_params(settings: ReportSettings) -> TuningParams:
     return params
 
 
-def _evaluation_time(at: datetime | None) -> datetime:
-    """``--at`` (validated with the settings), or now when it was not given."""
-    return datetime.now(UTC) if at is None else at
+def _evaluation_time(at: datetime | None, bucket_seconds: float) -> datetime:
+    """``--at`` (validated with the settings), or the end of the last whole bucket when it was
+    not given, said on stderr."""
+    if at is not None:
+        return at
+    at = last_bucket_end(datetime.now(UTC), bucket_seconds)
+    print(
+        f"[history] --at not given: as of {at.isoformat()}, the end of the last whole "
+        f"{bucket_seconds:g} s bucket",
+        file=sys.stderr,
+    )
+    return at
+
+
+def last_bucket_end(now: datetime, bucket_seconds: float) -> datetime:
+    """The newest instant at or before ``now`` that is a whole number of buckets since the
+    epoch: with 1 h buckets the last whole hour, so the hourly rollup serves a default run."""
+    seconds = now.timestamp()
+    return datetime.fromtimestamp(seconds - seconds % bucket_seconds, UTC)
 
 
 def _check_local_input(uri: str) -> None:

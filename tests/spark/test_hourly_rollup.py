@@ -8,14 +8,15 @@ analysis that ignored the rollup would find no rows and fail the comparison.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_history import hourly_rollup, synthetic
+from spark_history import command_runs, hourly_rollup, synthetic
+from spark_history.command_runs import last_bucket_end
 from spark_history.commands import main
 from spark_history.forecast.spark_trend import forecast_volumes, hourly_envelope
 from spark_history.forecast.trend import ForecastParams
@@ -209,6 +210,40 @@ def test_the_forecast_command_reads_the_rollup_and_gives_the_raw_forecast(
     written = pd.read_csv(output)
     raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
     columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes", "hoursOfData"]
+    _same(raw[columns], written[columns], ["brokerId", "volumeName"])
+
+
+def test_without_at_the_evaluation_time_is_the_end_of_the_last_whole_bucket() -> None:
+    now = _instant("2026-11-22T12:59:59.5Z")
+    assert last_bucket_end(now, 3600.0) == _instant("2026-11-22T12:00:00Z")
+    assert last_bucket_end(now, 600.0) == _instant("2026-11-22T12:50:00Z")
+    assert last_bucket_end(_instant("2026-11-22T12:00:00Z"), 3600.0) == _instant(
+        "2026-11-22T12:00:00Z"
+    )
+
+
+def test_a_forecast_without_at_reads_the_rollup_as_of_the_last_whole_hour(
+    dataset: str,
+    ingested: DataFrame,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class TwentyPast(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> TwentyPast:
+            return cls.fromtimestamp((AT + timedelta(minutes=20)).timestamp(), tz)
+
+    monkeypatch.setattr(command_runs, "datetime", TwentyPast)
+    output = tmp_path / "forecast.csv"
+    argv = ["forecast", "--input", dataset, "--output", str(output), "--master", "local[2]"]
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    assert f"as of {AT.isoformat()}" in err
+    assert "hourly rollup not used" not in err
+    written = pd.read_csv(output)
+    raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
+    columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes"]
     _same(raw[columns], written[columns], ["brokerId", "volumeName"])
 
 
