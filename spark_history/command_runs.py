@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from spark_history.forecast.trend import ForecastParams
+    from spark_history.report import PanelParams
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
 
@@ -32,7 +33,7 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     from spark_history.forecast.choice import one_forecast
     from spark_history.forecast.envelope import FORECAST_COLUMNS
     from spark_history.forecast.spark_trend import forecast_volumes
-    from spark_history.history_input import load_history, load_tombstones
+    from spark_history.history_input import load_window
     from spark_history.prometheus import textfile
     from spark_history.session import step
 
@@ -45,11 +46,13 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     session = _session(arguments)
     _check_input(session, arguments.input)
     with step("forecast"), _progress(session):
-        rows = _spark_call(lambda: load_history(session, arguments.input))
-        tombstones = _spark_call(lambda: load_tombstones(session, arguments.input))
+        # Read once, kept for the envelope, the newest snapshots and the mechanism.
+        hours = params.lookback_hours * max(1.0, params.bucket_seconds / 3600.0)
+        window = _spark_call(lambda: load_window(session, arguments.input, at, hours))
+        rows = window.rows
         rollup = _spark_call(lambda: _rollup_for(session, arguments.input, rows, at, params))
         trend = _spark_call(
-            lambda: forecast_volumes(rows, at, params, tombstones, rollup).toPandas()
+            lambda: forecast_volumes(rows, at, params, window.tombstones, rollup).toPandas()
         )
     if trend.empty:
         raise HistoryUsageError(
@@ -59,6 +62,7 @@ def run_forecast(arguments: argparse.Namespace) -> int:
     mechanism = None
     if settings.usage_dataset is not None:
         mechanism = _mechanism_forecast(session, settings, rows, at, params)
+    window.unpersist()
     table = one_forecast(trend, mechanism).sort_values(
         ["hoursToFull", "usedPercent"], ascending=[True, False], na_position="last"
     )
@@ -155,15 +159,13 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 
 
 def run_report(arguments: argparse.Namespace) -> int:
-    from spark_history.history_input import load_history, load_receipts, load_tombstones
+    from spark_history.history_input import load_history, load_window
     from spark_history.override_runs import (
         describe_overrides,
         history_override_policy,
         report_overrides,
     )
     from spark_history.report import PanelParams, write_report
-    from spark_history.report_capacity import BACKTEST_MAX_BUCKETS
-    from spark_history.weekly_growth import WEEK_HOURS
 
     settings = load_options(ReportSettings, arguments)
     override_dataset = settings.override_dataset
@@ -183,35 +185,51 @@ def run_report(arguments: argparse.Namespace) -> int:
         overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
         if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
-        # The longest window of the analyses that read the rollup.
-        longest = max(
-            forecast_params.lookback_hours,
-            (panels.growth_weeks + 1) * WEEK_HOURS,
-            min(tuning.lookback_hours, float(BACKTEST_MAX_BUCKETS)),
-        )
+        longest, widest = _report_windows(panels, forecast_params, tuning)
+        window = _spark_call(lambda: load_window(session, arguments.input, at, widest))
         rollup = _spark_call(
             lambda: _rollup_for(
-                session, arguments.input, rows, at, forecast_params, lookback_hours=longest
+                session, arguments.input, window.rows, at, forecast_params, lookback_hours=longest
             )
         )
         files = _spark_call(
             lambda: write_report(
-                rows,
+                window.rows,
                 at,
                 arguments.output_dir,
                 forecast_params=forecast_params,
                 tuning=tuning,
                 max_plotted=settings.max_plotted,
-                tombstones=load_tombstones(session, arguments.input),
-                receipts=load_receipts(session, arguments.input),
+                tombstones=window.tombstones,
+                receipts=window.receipts,
                 panels=panels,
                 usage=usage,
                 overrides=overrides.intervals,
                 rollup=rollup,
             )
         )
+        window.unpersist()
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")
     return 0
+
+
+def _report_windows(
+    panels: PanelParams, forecast_params: ForecastParams, tuning: TuningParams
+) -> tuple[float, float]:
+    """The report's longest window of the analyses that read the rollup (in its buckets), and
+    its widest of every analysis in hours (a lookback counts buckets, which may be wider)."""
+    from spark_history.balance import DEFAULT_LOOKBACK_HOURS
+    from spark_history.report_capacity import BACKTEST_MAX_BUCKETS
+    from spark_history.weekly_growth import WEEK_HOURS
+
+    longest = max(
+        forecast_params.lookback_hours,
+        (panels.growth_weeks + 1) * WEEK_HOURS,
+        min(tuning.lookback_hours, float(BACKTEST_MAX_BUCKETS)),
+    )
+    widest = max(longest, tuning.lookback_hours, DEFAULT_LOOKBACK_HOURS)
+    bucket = max(forecast_params.bucket_seconds, tuning.bucket_seconds)
+    return longest, widest * max(1.0, bucket / 3600.0)
 
 
 def _usage_dataset(session: SparkSession, dataset: str | None) -> DataFrame | None:

@@ -9,11 +9,15 @@ path, passed to Spark untouched.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import NamedTuple
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from pyspark.sql import types as T  # noqa: N812 - Spark's convention
 
 from spark_history import storage
+from spark_history.broker_samples import window_rows
 from spark_history.clock_skew import RECEIVED_AT
 from spark_history.errors import HistoryUsageError
 from spark_history.snapshot_rows import (
@@ -53,12 +57,52 @@ def load_receipts(session: SparkSession, path: str) -> DataFrame | None:
     """
     if not is_parquet_dataset(session, path):
         return None
+    rows = only_volumes(_read_with_receipts(session, path))
+    columns = ["brokerId", "snapshotAt", RECEIVED_AT]
+    return rows.select(*columns, *(["date"] if "date" in rows.columns else []))
+
+
+class RawWindow(NamedTuple):
+    """The rows of a run's window, read from the files once and kept for every analysis of
+    the run (``unpersist`` when done)."""
+
+    rows: DataFrame
+    """The volume rows: the dataset's columns plus ``receivedAt`` (null where the record's
+    Kafka timestamp was not kept), so the replay refuses what the consumer refused."""
+    tombstones: DataFrame
+    """:func:`load_tombstones`' columns, of the window."""
+    receipts: DataFrame | None
+    """:func:`load_receipts`' columns of the volume rows; None for JSONL input."""
+    kept: DataFrame
+
+    def unpersist(self) -> None:
+        self.kept.unpersist()
+
+
+def load_window(
+    session: SparkSession, path: str, at: datetime, lookback_hours: float | None
+) -> RawWindow:
+    """The rows of ``(at - lookback_hours, at]`` (date partitions pruned), persisted: once it
+    is filled, the analyses of a report read Spark's cache instead of the files."""
+    parquet = is_parquet_dataset(session, path)
+    if parquet:
+        every = _read_with_receipts(session, path)
+    else:
+        every = _load_rows(session, path).withColumn(RECEIVED_AT, F.lit(None).cast("timestamp"))
+    kept = window_rows(every.select(*VOLUME_ROW_COLUMNS, RECEIVED_AT), at, lookback_hours)
+    kept = kept.persist()
+    rows = only_volumes(kept)
+    receipts = rows.select("brokerId", "snapshotAt", RECEIVED_AT, "date") if parquet else None
+    return RawWindow(rows, tombstone_rows(kept), receipts, kept)
+
+
+def _read_with_receipts(session: SparkSession, path: str) -> DataFrame:
+    """The Parquet dataset with ``receivedAt`` whichever file Spark infers the schema from
+    (files written before the column existed read it as null)."""
     schema = session.read.parquet(path).schema
     if RECEIVED_AT not in schema.fieldNames():
         schema = schema.add(RECEIVED_AT, T.TimestampType())
-    rows = only_volumes(session.read.schema(schema).parquet(path))
-    columns = ["brokerId", "snapshotAt", RECEIVED_AT]
-    return rows.select(*columns, *(["date"] if "date" in rows.columns else []))
+    return session.read.schema(schema).parquet(path)
 
 
 def _load_rows(session: SparkSession, path: str) -> DataFrame:
