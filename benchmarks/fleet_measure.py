@@ -5,6 +5,7 @@ Prometheus textfile, and the model that extrapolates the measured sizes to a lar
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,18 @@ STAGE_WINDOW_DAYS: Mapping[str, float | None] = {
 follows the number of volumes): the forecast's 7-day lookback, the replay's 30 days, the
 weekly growth's ``growth_weeks + 1`` = 5 weeks; every read prunes date partitions
 (``broker_samples.window_rows``, ``usage_forecast._usage_window``)."""
+
+
+def parse_size(text: str) -> tuple[int, float]:
+    """A fleet size written ``BROKERS:DAYS`` (``1000:1``), as ``argparse`` types want it."""
+    brokers, _, days = text.partition(":")
+    try:
+        size = int(brokers), float(days)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not BROKERS:DAYS, e.g. 1000:1") from None
+    if size[0] < 1 or not size[1] > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: brokers and days must be above zero")
+    return size
 
 
 def parse_steps(stderr: str) -> dict[str, float]:

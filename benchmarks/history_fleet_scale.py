@@ -1,7 +1,7 @@
 """``history report`` at fleet scale on a Spark standalone cluster, with the usage dataset.
 
-For each ``--days`` size, a fleet of ``--brokers`` x ``--volumes-per-broker`` volumes sampled
-every minute, and its topic usage surveyed every minute (``benchmarks.fleet_datasets``: 8-20
+For each ``--size`` (brokers and days), a fleet of brokers x ``--volumes-per-broker`` volumes
+sampled every minute, and its topic usage surveyed every minute (``benchmarks.fleet_datasets``: 8-20
 topics per volume summing to the volume's allocated bytes, retention configs every 5 min), is
 written as two date-partitioned Parquet datasets (not timed; the time is reported, and a
 dataset already written under ``--workdir`` is reused). Then ``job.py report --usage-dataset``
@@ -15,8 +15,8 @@ per second per core, the series in ``hours_to_full.prom``; then each step extrap
 ``--target-brokers`` x ``--target-days`` (``benchmarks.fleet_measure.extrapolate``). The load
 average is printed before and after every run: the figures are only as quiet as the machine.
 
-Run: ``python -m benchmarks.history_fleet_scale --brokers 1000 --volumes-per-broker 16
---days 1 --days 3 --days 10 --cores 2 --workdir /tmp/vq-fleet-scale``.
+Run: ``python -m benchmarks.history_fleet_scale --size 50:1 --size 50:3 --size 200:1
+--volumes-per-broker 16 --cores 2 --workdir /tmp/vq-fleet-scale``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from benchmarks.fleet_measure import (
     EXECUTOR_PYTHON,
     Measured,
     extrapolate,
+    parse_size,
     parse_steps,
     process_role,
     prometheus_series,
@@ -233,9 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog=__doc__.split("\n\n", 1)[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--days", type=float, action="append", required=True,
-                        help="days of history of one size; repeatable")  # fmt: skip
-    parser.add_argument("--brokers", type=int, default=1000, help="default: %(default)s")
+    parser.add_argument("--size", type=parse_size, action="append", required=True,
+                        metavar="BROKERS:DAYS",
+                        help="a fleet of BROKERS brokers with DAYS days of history, e.g. "
+                        "1000:1; repeatable, one run each, all fitted together")  # fmt: skip
     parser.add_argument("--volumes-per-broker", type=int, default=16, help="default: %(default)s")
     parser.add_argument("--cores", type=int, default=2, help="the worker's cores")
     parser.add_argument("--worker-memory", default="12g", help="the worker's memory (%(default)s)")
@@ -243,27 +245,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--executor-memory", default="8g", help="spark-submit's (%(default)s)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/vq-fleet-scale"),
                         help="datasets (kept and reused), reports, logs")  # fmt: skip
-    parser.add_argument(
-        "--target-brokers",
-        type=int,
-        default=10_000,
-        help="extrapolate to this fleet (%(default)s brokers)",
-    )
-    parser.add_argument(
-        "--target-days", type=float, default=90.0, help="... and this history (%(default)s days)"
-    )
+    parser.add_argument("--target", type=parse_size, action="append", metavar="BROKERS:DAYS",
+                        help="extrapolate to this fleet; repeatable (default: 1000:1, "
+                        "1000:3, 1000:10, 10000:90)")  # fmt: skip
+    parser.add_argument("--fit-only", action="store_true",
+                        help="run nothing: fit the results the sizes' runs left under "
+                        "--workdir")  # fmt: skip
     arguments = parser.parse_args(argv)
     workdir: Path = arguments.workdir
     workdir.mkdir(parents=True, exist_ok=True)
-    memory = SparkMemory(arguments.driver_memory, arguments.executor_memory)
     print(f"machine: {describe_machine()}", flush=True)
+    if arguments.fit_only:
+        measured = [
+            _recorded(workdir, size, arguments.volumes_per_broker) for size in arguments.size
+        ]
+    else:
+        measured = _run_sizes(arguments)
+    targets = arguments.target or [(1000, 1.0), (1000, 3.0), (1000, 10.0), (10_000, 90.0)]
+    for brokers, days in targets if measured else []:
+        target = extrapolate(measured, brokers * arguments.volumes_per_broker, days)
+        total = sum(target.values())
+        print(
+            f"extrapolated to {brokers:,} x {arguments.volumes_per_broker} volumes, {days:g} "
+            f"days: {total:,.0f} s of steps on {arguments.cores} cores = "
+            f"{total * arguments.cores / 3600:,.1f} core-hours"
+        )
+        for stage, seconds in target.items():
+            print(f"  {stage}: {seconds:,.0f} s")
+    print(f"load average at the end: {_load()}")
+    return 0
+
+
+def _name(brokers: int, volumes_per_broker: int, days: float) -> str:
+    return f"b{brokers}-v{volumes_per_broker}-d{days:g}"
+
+
+def _recorded(workdir: Path, size: tuple[int, float], volumes_per_broker: int) -> Measured:
+    """The result a run of ``size`` left in ``workdir`` (its ``<name>.json``)."""
+    brokers, days = size
+    path = workdir / f"{_name(brokers, volumes_per_broker, days)}.json"
+    if not path.is_file():
+        raise SystemExit(f"no result of {brokers}:{days:g} in {workdir}: run it first")
+    result = json.loads(path.read_text())
+    volumes = brokers * volumes_per_broker
+    return Measured(
+        volumes, days, result["volumeRows"] / days, result["usageRows"] / days, result["steps"]
+    )
+
+
+def _run_sizes(arguments: argparse.Namespace) -> list[Measured]:
+    """Write each size's datasets (or reuse them), submit its report, print its tables."""
+    workdir: Path = arguments.workdir
+    memory = SparkMemory(arguments.driver_memory, arguments.executor_memory)
     package = build_zip(workdir / "dist")
     at = synthetic.HistoryConfig().at
     measured: list[Measured] = []
     with standalone(workdir, arguments.cores, arguments.worker_memory) as master:
-        for days in arguments.days:
-            shape = FleetShape(arguments.brokers, arguments.volumes_per_broker, days, at)
-            name = f"b{shape.brokers}-v{shape.volumes_per_broker}-d{days:g}"
+        for brokers, days in arguments.size:
+            shape = FleetShape(brokers, arguments.volumes_per_broker, days, at)
+            name = _name(brokers, arguments.volumes_per_broker, days)
             written = ensure_fleet(shape, workdir / name)
             out = workdir / f"report-{name}"
             print(f"{name}: load average before {_load()}", flush=True)
@@ -277,11 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             volumes = shape.brokers * shape.volumes_per_broker
             measured.append(
                 Measured(
-                    volumes,
-                    days,
-                    written.volume_rows / days,
-                    written.usage_rows / days,
-                    run.steps,
+                    volumes, days, written.volume_rows / days, written.usage_rows / days, run.steps
                 )
             )
             (workdir / f"{name}.json").write_text(
@@ -293,22 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "writeSeconds": written.seconds, "cores": arguments.cores}
                 )
             )  # fmt: skip
-    if measured:
-        target = extrapolate(
-            measured,
-            arguments.target_brokers * arguments.volumes_per_broker,
-            arguments.target_days,
-        )
-        total = sum(target.values())
-        print(
-            f"extrapolated to {arguments.target_brokers:,} x {arguments.volumes_per_broker} "
-            f"volumes, {arguments.target_days:g} days: {total:,.0f} s of steps on "
-            f"{arguments.cores} cores = {total * arguments.cores / 3600:,.1f} core-hours"
-        )
-        for stage, seconds in target.items():
-            print(f"  {stage}: {seconds:,.0f} s")
-    print(f"load average at the end: {_load()}")
-    return 0
+    return measured
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ extrapolation."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from benchmarks.fleet_measure import (
@@ -13,6 +15,7 @@ from benchmarks.fleet_measure import (
     Measured,
     extrapolate,
     fit_line,
+    parse_size,
     parse_steps,
     process_role,
     prometheus_series,
@@ -97,3 +100,11 @@ def test_extrapolation_scales_windowed_steps_by_their_window_and_files_by_volume
 def test_a_step_not_known_to_the_model_is_taken_to_read_the_whole_history() -> None:
     runs = [Measured(10, days, 1000.0, 0.0, {"new step": days}) for days in (1.0, 3.0)]
     assert extrapolate(runs, volumes=10, days=90.0)["new step"] == pytest.approx(90.0)
+
+
+def test_a_size_is_brokers_and_days() -> None:
+    assert parse_size("1000:1") == (1000, 1.0)
+    assert parse_size("50:2.5") == (50, 2.5)
+    for wrong in ("1000", "x:1", "0:1", "10:0", "10:-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_size(wrong)
