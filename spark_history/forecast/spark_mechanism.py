@@ -14,12 +14,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.broker_samples import window_rows
-from spark_history.forecast.backtest.mechanism_forecaster import mechanism_calibration_group
-from spark_history.forecast.backtest.spark_buckets import usage_buckets
+from spark_history.forecast.backtest.mechanism_forecaster import (
+    mechanism_calibration_group,
+    with_own_configs,
+)
+from spark_history.forecast.backtest.spark_buckets import config_changes, usage_buckets
 from spark_history.forecast.conformal_bands import Calibration
 from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
@@ -66,18 +69,6 @@ def newest_snapshots(snapshots: DataFrame, at: datetime, lookback_hours: float) 
     )
 
 
-def config_changes(configs: DataFrame) -> DataFrame:
-    """The ``config`` rows whose values differ from the topic's previous read (and each topic's
-    first): what the topic's configs were at any instant, in a few rows."""
-    values = F.struct(*CONFIG_VALUE_COLUMNS)
-    previous = F.lag(values).over(Window.partitionBy("topic").orderBy("configReadAt"))
-    return (
-        configs.withColumn("previous", previous)
-        .where(F.col("previous").isNull() | ~F.col("previous").eqNullSafe(values))
-        .drop("previous")
-    )
-
-
 def rolled_up_window(usage: DataFrame, at: datetime, params: ForecastParams) -> DataFrame:
     """The ``topic`` and ``other`` rows of the lookback window, each topic's newest survey per
     bucket (``spark_buckets.usage_buckets``)."""
@@ -99,8 +90,8 @@ def mechanism_calibration(
     mechanism forecast at past origins of the lookback window, scored against its hourly
     envelope (``mechanism_forecaster.mechanism_calibration_group``), the errors pooled on the
     driver. The usage is rolled up to the buckets first (``spark_buckets.usage_buckets``), and
-    the configs to their changes, which every volume's group receives; the envelope comes from
-    ``rollup`` (the hourly rollup of ``snapshots``) where it can
+    the configs to their changes, of which every volume's group receives its own topics'; the
+    envelope comes from ``rollup`` (the hourly rollup of ``snapshots``) where it can
     (``spark_trend.hourly_envelope``); ``volume_rows``: :func:`rolled_up_window`, when the
     caller has it."""
     if volume_rows is None:
@@ -111,7 +102,7 @@ def mechanism_calibration(
     zero = at.timestamp()
 
     def per_volume(envelope: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-        usage_rows = pd.concat([rows, configs], ignore_index=True) if len(rows) else rows
+        usage_rows = with_own_configs(rows, configs) if len(rows) else rows
         return mechanism_calibration_group(envelope, usage_rows, params, zero)
 
     key = ["brokerId", "volumeName"]

@@ -16,8 +16,8 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from spark_history import synthetic
 from spark_history.commands import main
 from spark_history.compaction import compact_dataset
+from spark_history.forecast.backtest.spark_buckets import config_changes
 from spark_history.forecast.spark_mechanism import (
-    config_changes,
     load_usage,
     mechanism_calibration,
     mechanism_volumes,

@@ -10,6 +10,7 @@ import pandas as pd
 from spark_history.forecast.backtest.mechanism_forecaster import (
     mechanism_calibration_group,
     mechanism_forecaster,
+    with_own_configs,
 )
 from spark_history.forecast.backtest.rolling_origin import (
     Forecaster,
@@ -117,6 +118,22 @@ def test_a_bounded_volume_does_not_fill_however_long_the_horizon() -> None:
     )
     assert prediction.crossing is None
     assert prediction.used_at(24 * 60) <= prediction.used_at(0) + 10 * GB
+
+
+def test_a_volume_keeps_only_its_own_topics_configs_and_forecasts_the_same() -> None:
+    usage = usage_frame(12)
+    configs = usage[usage["kind"] == "config"]
+    rows = usage[usage["kind"] != "config"]
+    # Another volume's topic, with a retention that would bound everything it touched.
+    foreign = configs.assign(topic="elsewhere", retentionBytes=1)
+    own = with_own_configs(rows, pd.concat([configs, foreign], ignore_index=True))
+    assert set(own.loc[own["kind"] == "config", "topic"]) == set(configs["topic"])
+    assert len(own) == len(usage)
+    fallback = Fallback().forecaster()
+    kept = mechanism_forecaster(own, PARAMS, fallback).predict(history_at(12))
+    every = mechanism_forecaster(usage, PARAMS, fallback).predict(history_at(12))
+    assert kept.crossing is not None
+    assert kept.crossing == every.crossing
 
 
 def hourly_envelope(hours: int, growth_bytes_per_second: float) -> pd.DataFrame:

@@ -42,6 +42,14 @@ def newest_configs_at(configs: pd.DataFrame, at: pd.Timestamp) -> pd.DataFrame:
     return newest.loc[:, list(_CONFIG_COLUMNS)]
 
 
+def with_own_configs(rows: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """A volume's usage rows and the ``config`` rows of the topics they name: configs are
+    cluster-wide, and the forecaster joins them to the volume's topics only, so the other
+    topics' rows would change nothing (and a fleet's would fill the driver)."""
+    own = configs[configs["topic"].isin(rows["topic"].dropna().unique())]
+    return pd.concat([rows, own], ignore_index=True)
+
+
 def usage_at(
     volume_rows: pd.DataFrame,
     configs: pd.DataFrame,

@@ -13,9 +13,10 @@ from datetime import datetime
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history.forecast.backtest.mechanism_forecaster import with_own_configs
 from spark_history.forecast.backtest.rolling_origin import BucketSeries
 from spark_history.forecast.backtest.volume_forecasters import UsageHistory
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
@@ -118,15 +119,27 @@ def usage_buckets(
     return volume_rows, config_rows
 
 
+def config_changes(configs: DataFrame) -> DataFrame:
+    """The ``config`` rows whose values differ from the topic's previous read (and each topic's
+    first): what the topic's configs were at any instant, in a few rows."""
+    values = F.struct(*CONFIG_VALUE_COLUMNS)
+    previous = F.lag(values).over(Window.partitionBy("topic").orderBy("configReadAt"))
+    return (
+        configs.withColumn("previous", previous)
+        .where(F.col("previous").isNull() | ~F.col("previous").eqNullSafe(values))
+        .drop("previous")
+    )
+
+
 def usage_by_volume(
     volume_rows: pd.DataFrame, config_rows: pd.DataFrame
 ) -> dict[tuple[int, str], pd.DataFrame]:
-    """Per (broker, volume) of collected :func:`usage_buckets` frames: its rows and every
-    config row (configs are cluster-wide), as ``mechanism_forecaster`` reads them."""
+    """Per (broker, volume) of collected :func:`usage_buckets` frames: its rows and the config
+    rows of its topics, as ``mechanism_forecaster`` reads them."""
     result = {}
     for _, rows in volume_rows.groupby(["brokerId", "volumeName"], sort=True):
         key = (int(rows["brokerId"].iloc[0]), str(rows["volumeName"].iloc[0]))
-        result[key] = pd.concat([rows, config_rows], ignore_index=True)
+        result[key] = with_own_configs(rows, config_rows)
     return result
 
 
@@ -145,5 +158,5 @@ def usage_history(
     volume_rows, config_rows = usage_buckets(usage, bucket_seconds, until)
     if volumes is not None:
         volume_rows = volume_rows.join(F.broadcast(volumes), ["brokerId", "volumeName"])
-    configs = config_rows.toPandas()
+    configs = config_changes(config_rows).toPandas()
     return UsageHistory(usage_by_volume(volume_rows.toPandas(), configs), configs, bucket_seconds)
