@@ -43,11 +43,6 @@ def load_history(session: SparkSession, path: str) -> DataFrame:
     return only_volumes(_load_rows(session, path))
 
 
-def load_tombstones(session: SparkSession, path: str) -> DataFrame:
-    """(``brokerId``, ``snapshotAt``) of the tombstones the ingest recorded (none in JSONL)."""
-    return tombstone_rows(_load_rows(session, path))
-
-
 def load_receipts(session: SparkSession, path: str) -> DataFrame | None:
     """(``brokerId``, ``snapshotAt``, ``receivedAt``, ``date``) of the volume rows that kept
     their message's Kafka record timestamp; None for JSONL input (it has none).
@@ -70,7 +65,8 @@ class RawWindow(NamedTuple):
     """The volume rows: the dataset's columns plus ``receivedAt`` (null where the record's
     Kafka timestamp was not kept), so the replay refuses what the consumer refused."""
     tombstones: DataFrame
-    """:func:`load_tombstones`' columns, of the window."""
+    """(``brokerId``, ``snapshotAt``, ``date``) of the tombstones the ingest recorded in the
+    window (none in JSONL)."""
     receipts: DataFrame | None
     """:func:`load_receipts`' columns of the volume rows; None for JSONL input."""
     kept: DataFrame
