@@ -113,3 +113,54 @@ def test_the_backtest_command_scores_the_mechanism_with_the_usage_dataset(
     assert main(command) == 0
     plain = json.loads(capsys.readouterr().out)["rows"]
     assert "mechanism" not in {row["forecaster"] for row in plain}
+
+
+def test_a_bucket_keeps_every_value_of_its_newest_survey(spark: SparkSession) -> None:
+    """Three surveys of one topic in one hour, out of order: the bucket's row is the newest
+    one's, a null included, and no column comes from another survey."""
+
+    def survey(minutes: int, stored: int, transient: int | None) -> dict[str, object]:
+        return {
+            "brokerId": 0,
+            "surveyedAt": START + timedelta(minutes=minutes),
+            "kind": "topic",
+            "volumeName": "/dev/a",
+            "topic": "logs",
+            "bytes": stored,
+            "partitions": minutes,
+            "activeSegmentBytes": 2 * stored,
+            "transientBytes": transient,
+            "unattributedBytes": 3 * stored,
+        }
+
+    surveys = [survey(40, 500, None), survey(10, 900, 7), survey(25, 100, 8)]
+    columns = USAGE_ROW_COLUMNS[:-1]
+    frame = spark.createDataFrame(
+        [tuple(one.get(name) for name in columns) for one in surveys], USAGE_ROW_DDL
+    )
+    volume_rows, _ = usage_buckets(frame.repartition(3), 3600.0, None)
+    (row,) = volume_rows.collect()
+    assert row["surveyedAt"].replace(tzinfo=None) == (START + timedelta(minutes=40)).replace(
+        tzinfo=None
+    )
+    assert (row["bytes"], row["partitions"], row["activeSegmentBytes"]) == (500, 40, 1000)
+    assert (row["transientBytes"], row["unattributedBytes"]) == (None, 1500)
+
+
+def test_chosen_volumes_keep_their_surveys_and_every_config(spark: SparkSession) -> None:
+    frame = usage_dataset(spark)
+    until = START + timedelta(hours=HOURS)
+    every_volume, every_config = usage_buckets(frame, 3600.0, until)
+
+    def chosen(volume: str) -> tuple[DataFrame, DataFrame]:
+        volumes = spark.createDataFrame([(0, volume)], "brokerId int, volumeName string")
+        return usage_buckets(frame, 3600.0, until, volumes)
+
+    same_volume, same_configs = chosen("/dev/a")
+    assert same_volume.exceptAll(every_volume).count() == 0
+    assert same_volume.count() == every_volume.count() > 0
+    other_volume, other_configs = chosen("/dev/b")
+    assert other_volume.count() == 0
+    for configs in (same_configs, other_configs):
+        assert configs.exceptAll(every_config).count() == 0
+        assert configs.count() == every_config.count() == 16

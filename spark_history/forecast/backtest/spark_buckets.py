@@ -90,33 +90,49 @@ def _bucket_of(column: str, bucket_seconds: float) -> Column:
 
 
 def usage_buckets(
-    usage: DataFrame, bucket_seconds: float, until: datetime | None
+    usage: DataFrame,
+    bucket_seconds: float,
+    until: datetime | None,
+    volumes: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """The usage dataset rolled up to the backtest's buckets, for the mechanism forecaster:
     per volume, kind, topic and bucket the newest survey's row; per topic and bucket the newest
     config read. A bucket's newest survey is what the forecast at the bucket's end would see
-    last, and the rates read a point per bucket (one a minute would only cost time)."""
+    last, and the rates read a point per bucket (one a minute would only cost time).
+    ``volumes`` (``brokerId``, ``volumeName``): only their surveys, chosen before the
+    aggregation, so that only their rows are shuffled."""
     surveys = usage.where(F.col("kind").isin(TOPIC, OTHER))
+    if volumes is not None:
+        surveys = surveys.join(F.broadcast(volumes), ["brokerId", "volumeName"], "left_semi")
     configs = usage.where(F.col("kind") == CONFIG)
     if until is not None:
         surveys = surveys.where(F.col("surveyedAt") <= F.lit(until))
         configs = configs.where(F.col("configReadAt") <= F.lit(until))
-    newest_survey = F.max_by(F.struct(*USAGE_VALUE_COLUMNS), "surveyedAt").alias("newest")
     volume_rows = (
         surveys.withColumn("bucket", _bucket_of("surveyedAt", bucket_seconds))
         .groupBy("brokerId", "volumeName", "kind", "topic", "bucket")
-        .agg(newest_survey)
-        .select("brokerId", "volumeName", "kind", "topic", "newest.*")
+        .agg(*newest_values(USAGE_VALUE_COLUMNS, "surveyedAt"))
+        .drop("bucket")
     )
-    config_values = ("configReadAt", *CONFIG_VALUE_COLUMNS)
-    newest_config = F.max_by(F.struct(*config_values), "configReadAt").alias("newest")
     config_rows = (
         configs.withColumn("bucket", _bucket_of("configReadAt", bucket_seconds))
         .groupBy("topic", "bucket")
-        .agg(newest_config)
-        .select(F.lit(CONFIG).alias("kind"), "topic", "newest.*")
+        .agg(*newest_values(CONFIG_VALUE_COLUMNS, "configReadAt"))
+        .select(F.lit(CONFIG).alias("kind"), "topic", "configReadAt", *CONFIG_VALUE_COLUMNS)
     )
     return volume_rows, config_rows
+
+
+def newest_values(columns: tuple[str, ...], order: str) -> list[Column]:
+    """Aggregates giving each of ``columns`` at the group's newest ``order``, and ``order``'s
+    maximum itself: one ``max_by`` per column, not one of a struct. Every column's ``max_by``
+    picks its row by the same comparison of ``order``, so they all come from one row, and
+    with fixed-width values Spark hash-aggregates them; a struct's ``max_by`` sorts every row
+    (``SortAggregate``), three times slower on the usage dataset."""
+    return [
+        F.max(order).alias(order),
+        *(F.max_by(name, order).alias(name) for name in columns if name != order),
+    ]
 
 
 def config_changes(configs: DataFrame) -> DataFrame:
@@ -155,8 +171,6 @@ def usage_history(
     ``since`` only (configs of any age: a retention read long ago still holds)."""
     if since is not None:
         usage = usage.where((F.col("kind") == CONFIG) | (F.col("surveyedAt") > F.lit(since)))
-    volume_rows, config_rows = usage_buckets(usage, bucket_seconds, until)
-    if volumes is not None:
-        volume_rows = volume_rows.join(F.broadcast(volumes), ["brokerId", "volumeName"])
+    volume_rows, config_rows = usage_buckets(usage, bucket_seconds, until, volumes)
     configs = config_changes(config_rows).toPandas()
     return UsageHistory(usage_by_volume(volume_rows.toPandas(), configs), configs, bucket_seconds)
