@@ -43,20 +43,6 @@ def load_history(session: SparkSession, path: str) -> DataFrame:
     return only_volumes(_load_rows(session, path))
 
 
-def load_receipts(session: SparkSession, path: str) -> DataFrame | None:
-    """(``brokerId``, ``snapshotAt``, ``receivedAt``, ``date``) of the volume rows that kept
-    their message's Kafka record timestamp; None for JSONL input (it has none).
-
-    Read with the dataset's schema plus ``receivedAt``: files written before the column
-    existed read it as null, whichever file Spark would have inferred the schema from.
-    """
-    if not is_parquet_dataset(session, path):
-        return None
-    rows = only_volumes(_read_with_receipts(session, path))
-    columns = ["brokerId", "snapshotAt", RECEIVED_AT]
-    return rows.select(*columns, *(["date"] if "date" in rows.columns else []))
-
-
 class RawWindow(NamedTuple):
     """The rows of a run's window, read from the files once and kept for every analysis of
     the run (``unpersist`` when done)."""
@@ -68,7 +54,8 @@ class RawWindow(NamedTuple):
     """(``brokerId``, ``snapshotAt``, ``date``) of the tombstones the ingest recorded in the
     window (none in JSONL)."""
     receipts: DataFrame | None
-    """:func:`load_receipts`' columns of the volume rows; None for JSONL input."""
+    """(``brokerId``, ``snapshotAt``, ``receivedAt``, ``date``) of the volume rows; None for
+    JSONL input (its values carry no Kafka timestamp)."""
     kept: DataFrame
 
     def unpersist(self) -> None:

@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.clock_skew import skew_per_broker, skew_sentence, with_clock_skew
-from spark_history.history_input import load_receipts
+from spark_history.history_input import load_window
 from spark_history.weekly_growth import broker_hours, growth_pivot, weekly_growth
 
 from .conftest import RowsFactory
@@ -150,7 +150,8 @@ def test_receipts_are_read_from_datasets_with_and_without_the_column(
     new = new.withColumn("receivedAt", new["snapshotAt"] - F.expr("INTERVAL 2 SECONDS"))
     new.drop("date").write.mode("append").parquet(str(dataset / "date=2026-11-22"))
 
-    loaded = load_receipts(spark, str(dataset))
+    window = load_window(spark, str(dataset), AT, 24.0)
+    loaded = window.receipts
     assert loaded is not None
     rows = sorted(
         (row["brokerId"], row["snapshotAt"] - row["receivedAt"])
@@ -161,4 +162,6 @@ def test_receipts_are_read_from_datasets_with_and_without_the_column(
 
     snapshots = tmp_path / "snapshots.jsonl"
     snapshots.write_text('{"schemaVersion": 1}\n')
-    assert load_receipts(spark, str(snapshots)) is None  # JSONL values carry no timestamp
+    window.unpersist()
+    # JSONL values carry no timestamp.
+    assert load_window(spark, str(snapshots), AT, 24.0).receipts is None
