@@ -15,7 +15,7 @@ per second per core, the series in ``hours_to_full.prom``; then each step extrap
 ``--target-brokers`` x ``--target-days`` (``benchmarks.fleet_measure.extrapolate``). The load
 average is printed before and after every run: the figures are only as quiet as the machine.
 
-Run: ``python -m benchmarks.history_fleet_scale --size 50:1 --size 50:3 --size 200:1
+Run: ``python -m benchmarks.history_fleet_scale --size 50:1 --size 50:3 --size 200:1 --size 1000:1
 --volumes-per-broker 16 --cores 2 --workdir /tmp/vq-fleet-scale``.
 """
 
