@@ -22,7 +22,11 @@ from spark_history.forecast.backtest.mechanism_forecaster import (
     mechanism_calibration_group,
     with_own_configs,
 )
-from spark_history.forecast.backtest.spark_buckets import config_changes, usage_buckets
+from spark_history.forecast.backtest.spark_buckets import (
+    config_changes,
+    newest_values,
+    usage_buckets,
+)
 from spark_history.forecast.conformal_bands import Calibration
 from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
@@ -51,12 +55,7 @@ def _usage_window(usage: DataFrame, at: datetime, lookback_seconds: float) -> Da
 def newest_configs(usage: DataFrame, at: datetime) -> DataFrame:
     """Per topic, the values of its newest ``config`` row read at or before ``at``."""
     configs = usage.where((F.col("kind") == CONFIG) & (F.col("configReadAt") <= F.lit(at)))
-    values = F.struct(*CONFIG_VALUE_COLUMNS)
-    newest = configs.groupBy("topic").agg(
-        F.max("configReadAt").alias("configReadAt"),
-        F.max_by(values, "configReadAt").alias("values"),
-    )
-    return newest.select("topic", "configReadAt", "values.*")
+    return configs.groupBy("topic").agg(*newest_values(CONFIG_VALUE_COLUMNS, "configReadAt"))
 
 
 def newest_snapshots(snapshots: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
