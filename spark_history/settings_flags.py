@@ -22,6 +22,7 @@ from volume_quota.config.flags import (
     add_setting_flags,
     config_file,
     given_settings,
+    settings_without_flags,
 )
 from volume_quota.config.sources import SettingsBase, SettingsT, load
 
@@ -63,8 +64,12 @@ def add_options(
 def load_options(settings_class: type[SettingsT], arguments: argparse.Namespace) -> SettingsT:
     """The action's settings: its flags, then ``VOLUME_QUOTA_*``, then ``--config``; a bad value
     raises ``UsageError``, one line naming the flag, the variable and the file key."""
-    flags = given_settings(arguments, settings_class.model_fields)
-    return load(settings_class, flags, config_file(arguments), ALL_SETTINGS | HISTORY_SETTINGS)
+    fields = settings_class.model_fields
+    flagless = settings_without_flags(arguments, fields)
+    known = ALL_SETTINGS | HISTORY_SETTINGS
+    return load(
+        settings_class, given_settings(arguments, fields), config_file(arguments), known, flagless
+    )
 
 
 __all__ = ["HISTORY_SETTINGS", "add_config_flag", "add_options", "load_options"]

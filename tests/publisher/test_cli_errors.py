@@ -108,7 +108,7 @@ def test_every_missing_connection_setting_is_named_at_once(
         "with security_protocol=SASL_SSL: it verifies the brokers' certificates",
         "volume-quota: error: sasl_username (--sasl-username, VOLUME_QUOTA_SASL_USERNAME) is "
         "required with security_protocol=SASL_SSL",
-        "volume-quota: error: sasl_password (--sasl-password, VOLUME_QUOTA_SASL_PASSWORD) or "
+        "volume-quota: error: sasl_password (VOLUME_QUOTA_SASL_PASSWORD) or "
         "sasl_password_file (--sasl-password-file, VOLUME_QUOTA_SASL_PASSWORD_FILE) is "
         "required with security_protocol=SASL_SSL",
     ]

@@ -273,10 +273,19 @@ def test_the_history_job_reaches_kafka_with_mutual_tls_only(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VOLUME_QUOTA_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("VOLUME_QUOTA_SASL_USERNAME", "history")
     assert main(INGEST) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "security_protocol (--security-protocol, VOLUME_QUOTA_SECURITY_PROTOCOL)" in line
-    assert "mutual TLS (SSL) only" in line
+    protocol, username = capsys.readouterr().err.strip().splitlines()
+    # The job has no flag for either: the lines name what the user can change.
+    assert "invalid setting security_protocol (VOLUME_QUOTA_SECURITY_PROTOCOL): " in protocol
+    assert "mutual TLS (SSL) only" in protocol
+    assert "invalid setting sasl_username (VOLUME_QUOTA_SASL_USERNAME): does not apply" in username
+    with pytest.raises(SystemExit):
+        main([*INGEST, "--help"])
+    options = capsys.readouterr().out
+    assert "--tls-ca-file" in options
+    assert "--security-protocol" not in options
+    assert "--sasl-username" not in options
 
 
 def test_a_bad_value_in_the_environment_or_the_config_file_names_it(

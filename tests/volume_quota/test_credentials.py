@@ -127,7 +127,7 @@ def test_scram_settings_without_sasl_ssl_are_refused_not_ignored(tls: TlsPaths) 
     assert found == [
         "invalid setting sasl_username (--sasl-username, VOLUME_QUOTA_SASL_USERNAME): "
         f"applies only with {protocol}=SASL_SSL",
-        "invalid setting sasl_password (--sasl-password, VOLUME_QUOTA_SASL_PASSWORD): "
+        "invalid setting sasl_password (VOLUME_QUOTA_SASL_PASSWORD): "
         f"applies only with {protocol}=SASL_SSL",
     ]
 

@@ -15,7 +15,12 @@ from volume_quota.config.commands import (
     SidecarSettings,
     StatusSettings,
 )
-from volume_quota.config.flags import add_config_flag, add_setting_flags, config_file
+from volume_quota.config.flags import (
+    add_config_flag,
+    add_setting_flags,
+    config_file,
+    settings_without_flags,
+)
 from volume_quota.config.sources import SettingsT, describe_setting, load
 from volume_quota.config.startup_checks import check_at_start, wait_for_broker_files
 
@@ -54,7 +59,8 @@ def settings_from_arguments(
     start (files readable, certificates usable) unless ``check`` is off."""
     flags = {name: getattr(arguments, name, None) for name in settings_class.model_fields}
     config = config_file(arguments)
-    settings = load(settings_class, flags, config, known_settings(config))
+    flagless = settings_without_flags(arguments, settings_class.model_fields)
+    settings = load(settings_class, flags, config, known_settings(config), flagless)
     if check:
         wait_for_broker_files(settings)
         check_at_start(settings)

@@ -16,11 +16,8 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 from schemas.snapshot import ConsumedSpaceLimit, MinFreeBytesLimit, MinFreePercentageLimit
-from volume_quota.config.sources import CONFIG_FILE_ENV, env_for, flag_for
+from volume_quota.config.sources import CONFIG_FILE_ENV, SECRET_SETTINGS, env_for, flag_for
 from volume_quota.limit_parsing import format_limit
-
-HIDDEN_SETTINGS = frozenset({"tls_key_password", "sasl_password"})
-"""Settings taken from the environment or the file only: a password on a command line leaks."""
 
 
 def add_setting_flags(
@@ -31,7 +28,7 @@ def add_setting_flags(
     """One flag per field of ``settings_class`` (except ``without``); returns their names."""
     added: list[str] = []
     for name in _in_concern_order(settings_class):
-        if name not in HIDDEN_SETTINGS and name not in without:
+        if name not in SECRET_SETTINGS and name not in without:
             add_flag(parser, name, settings_class.model_fields[name])
             added.append(name)
     return added
@@ -104,6 +101,13 @@ def given_settings(arguments: argparse.Namespace, settings: Iterable[str]) -> di
     return {
         name: value for name in settings if (value := getattr(arguments, name, None)) is not None
     }
+
+
+def settings_without_flags(
+    arguments: argparse.Namespace, settings: Iterable[str]
+) -> frozenset[str]:
+    """The settings the command that parsed ``arguments`` has no flag for."""
+    return frozenset(name for name in settings if not hasattr(arguments, name))
 
 
 def add_repeatable_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:

@@ -18,8 +18,8 @@ from volume_quota.config.concerns import (
     PolicySettings,
     PublishingSettings,
 )
-from volume_quota.config.flags import HIDDEN_SETTINGS, display_default
-from volume_quota.config.sources import env_for, flag_for
+from volume_quota.config.flags import display_default
+from volume_quota.config.sources import SECRET_SETTINGS, env_for, flag_for
 from volume_quota.config.trust import AgentSettings, OverrideTrustSettings, SignatureSettings
 from volume_quota.config.usage import UsageSettings
 
@@ -55,7 +55,7 @@ def settings_reference() -> str:
             shown.add(name)
             flag = (
                 "(none: keep secrets out of `ps`)"
-                if name in HIDDEN_SETTINGS
+                if name in SECRET_SETTINGS
                 else f"`{flag_for(name)}`"
             )
             default = display_default(field)

@@ -28,6 +28,10 @@ CONFIG_FILE_ENV = "VOLUME_QUOTA_CONFIG"
 FLAG_NAMES = {"volume_limits": "--volume-limit"}
 """Settings whose flag is not ``--`` + the name with dashes."""
 
+SECRET_SETTINGS = frozenset({"tls_key_password", "sasl_password"})
+"""Settings taken from the environment or the file only, never a flag: a password on a command
+line leaks."""
+
 
 def flag_for(setting: str) -> str:
     return FLAG_NAMES.get(setting, "--" + setting.replace("_", "-"))
@@ -37,8 +41,11 @@ def env_for(setting: str) -> str:
     return f"{ENV_PREFIX}{setting.upper()}"
 
 
-def describe_setting(setting: str) -> str:
-    """How a user names ``setting``: 'log_dirs (--log-dirs, VOLUME_QUOTA_LOG_DIRS)'."""
+def describe_setting(setting: str, *, has_flag: bool = True) -> str:
+    """How a user names ``setting``: 'log_dirs (--log-dirs, VOLUME_QUOTA_LOG_DIRS)'; without
+    the flag where the command has none (a secret, a setting it does not read)."""
+    if not has_flag or setting in SECRET_SETTINGS:
+        return f"{setting} ({env_for(setting)})"
     return f"{setting} ({flag_for(setting)}, {env_for(setting)})"
 
 
@@ -81,12 +88,14 @@ def load(
     flag_values: Mapping[str, Any] | None = None,
     config_file: Path | None = None,
     known_settings: frozenset[str] = frozenset(),
+    flagless: frozenset[str] = frozenset(),
 ) -> SettingsT:
     """``settings_class`` from flags (only those given), env, then ``config_file``.
 
     A key of the file that no command knows (``known_settings`` lists every command's) is an
     error; a key another command uses is ignored, so one file serves every command. Raises
-    ``UsageError`` with one line per problem.
+    ``UsageError`` with one line per problem; a setting in ``flagless`` (the command has no
+    flag for it) is named by its variable and file key only.
     """
     problems: list[str] = []
     if config_file is not None:
@@ -98,7 +107,7 @@ def load(
         with _reading_config_file(config_file):
             settings = settings_class(**values)
     except ValidationError as error:
-        raise UsageError(*problems, *describe_problems(error)) from None
+        raise UsageError(*problems, *describe_problems(error, flagless)) from None
     if problems:
         raise UsageError(*problems)
     return settings
@@ -117,7 +126,7 @@ def _config_keys(path: Path) -> list[str]:
         raise UsageError(f"--config {path}: not valid TOML ({error})") from None
 
 
-def describe_problems(error: ValidationError) -> list[str]:
+def describe_problems(error: ValidationError, flagless: frozenset[str] = frozenset()) -> list[str]:
     """One line per problem pydantic found, naming the setting as a user writes it."""
     lines = []
     for problem in error.errors(include_url=False, include_input=False):
@@ -126,5 +135,7 @@ def describe_problems(error: ValidationError) -> list[str]:
         if not location:
             lines.append(f"invalid settings: {message}")
         else:
-            lines.append(f"invalid setting {describe_setting(str(location[0]))}: {message}")
+            name = str(location[0])
+            where = describe_setting(name, has_flag=name not in flagless)
+            lines.append(f"invalid setting {where}: {message}")
     return lines
