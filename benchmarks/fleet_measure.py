@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from spark_history.forecast.vocabulary import ForecastParams
+
 _STEP = re.compile(r"^\[history\] (?P<name>.+): (?P<seconds>\d+(?:\.\d+)?) s$")
 
 STAGE_WINDOW_DAYS: Mapping[str, float | None] = {
@@ -28,6 +30,22 @@ STAGE_WINDOW_DAYS: Mapping[str, float | None] = {
 follows the number of volumes): the forecast's 7-day lookback, the replay's 30 days, the
 weekly growth's ``growth_weeks + 1`` = 5 weeks; every read prunes date partitions
 (``broker_samples.window_rows``, ``usage_forecast._usage_window``)."""
+
+
+CALIBRATING_STEPS = frozenset({"forecast", "topics and headroom"})
+"""Steps that calibrate a band at past origins of every volume's lookback window (the trend's
+and the mechanism's): besides the rows they read, a forecast per volume and origin."""
+
+
+def calibration_origins(days: float, params: ForecastParams | None = None) -> int:
+    """The origins a volume's band is calibrated at with ``days`` of hourly history: every
+    ``calibration_step_hours`` once ``fit_hours`` lie behind, within the lookback, each with a
+    bucket after it (``rolling_origin.origins_of`` on the lookback window's buckets); none
+    below ``fit_hours`` and one more hour."""
+    params = params or ForecastParams()
+    buckets = int(min(days * 24.0, params.lookback_hours))
+    first = int(params.fit_hours) - 1
+    return len(range(first, buckets - 1, int(params.calibration_step_hours)))
 
 
 def parse_size(text: str) -> tuple[int, float]:
@@ -154,14 +172,28 @@ def _stage_x(
 
 def extrapolate(runs: Sequence[Measured], volumes: int, days: float) -> dict[str, float]:
     """Each step's seconds for ``volumes`` x ``days``: a line per step through the measured
-    (work, seconds) points, work as :func:`_stage_x` counts it."""
+    (work, seconds) points, work as :func:`_stage_x` counts it. A calibrating step's line is
+    fitted on the runs whose history is too short for an origin, and its runs with origins
+    give the seconds per volume and origin beyond that line (:func:`calibration_origins`)."""
     stages: list[str] = []
     for run in runs:
         stages += [stage for stage in run.steps if stage not in stages]
     result: dict[str, float] = {}
     for stage in stages:
-        points = [(_stage_x(run, stage), run.steps[stage]) for run in runs if stage in run.steps]
-        line = fit_line(points)
-        target = _stage_x(runs[-1], stage, volumes=volumes, days=days)
-        result[stage] = max(0.0, line.at(target))
+        measured = [run for run in runs if stage in run.steps]
+        calibrated = [run for run in measured if calibration_origins(run.days)]
+        split = stage in CALIBRATING_STEPS and calibrated and len(calibrated) < len(measured)
+        lined = (
+            [run for run in measured if not calibration_origins(run.days)] if split else measured
+        )
+        line = fit_line((_stage_x(run, stage), run.steps[stage]) for run in lined)
+        target = line.at(_stage_x(runs[-1], stage, volumes=volumes, days=days))
+        if split:
+            per_origin = [
+                (run.steps[stage] - line.at(_stage_x(run, stage)))
+                / (run.volumes * calibration_origins(run.days))
+                for run in calibrated
+            ]
+            target += sum(per_origin) / len(per_origin) * volumes * calibration_origins(days)
+        result[stage] = max(0.0, target)
     return result

@@ -4,6 +4,7 @@ extrapolation."""
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 import pytest
 
@@ -13,6 +14,7 @@ from benchmarks.fleet_measure import (
     EXECUTOR_JVM,
     EXECUTOR_PYTHON,
     Measured,
+    calibration_origins,
     extrapolate,
     fit_line,
     parse_size,
@@ -21,6 +23,10 @@ from benchmarks.fleet_measure import (
     prometheus_series,
     rows_read,
 )
+from spark_history.forecast.backtest.rolling_origin import origins_of
+from spark_history.forecast.envelope import calibration_config
+from spark_history.forecast.vocabulary import ForecastParams
+from tests.spark_history_pure.usage_factory import growing_buckets
 
 STDERR = """\
 26/11/27 07:30:00 WARN NativeCodeLoader: Unable to load native-hadoop library
@@ -95,6 +101,39 @@ def test_extrapolation_scales_windowed_steps_by_their_window_and_files_by_volume
     assert target["forecast"] == pytest.approx(5.0 + 70.0)
     # plots and files: the same volumes in both runs, so its line is through the origin.
     assert target["plots and files"] == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("hours", [24, 72, 73, 77, 78, 79, 100, 168])
+def test_calibration_origins_are_those_of_the_backtest_on_the_lookback_window(hours: int) -> None:
+    params = ForecastParams()
+    config = calibration_config(params)
+    assert config is not None
+    series = growing_buckets(datetime(2026, 11, 1, tzinfo=UTC), hours)
+    assert calibration_origins(hours / 24.0) == len(origins_of(series, config))
+
+
+def test_past_the_lookback_the_origins_stop_growing() -> None:
+    assert calibration_origins(3.0) == 0
+    assert calibration_origins(90.0) == calibration_origins(7.0) > 0
+
+
+def test_a_calibrating_step_adds_its_cost_per_volume_and_origin_to_its_line() -> None:
+    # topics and headroom: 5 s + 1 s per 1000 rows, plus 0.01 s per volume and origin.
+    def seconds(volumes: int, days: float) -> float:
+        rows = 1000.0 * volumes / 10 * min(days, 7.0)
+        return 5.0 + rows / 1000.0 + 0.01 * volumes * calibration_origins(days)
+
+    sizes = [(10, 1.0), (10, 3.0), (40, 1.0), (10, 10.0)]
+    runs = [
+        Measured(
+            v, d, 100.0 * v, 0.0, {"topics and headroom": seconds(v, d), "balance": v * min(d, 7.0)}
+        )
+        for v, d in sizes
+    ]
+    target = extrapolate(runs, volumes=1000, days=90.0)
+    assert target["topics and headroom"] == pytest.approx(seconds(1000, 90.0))
+    # A step that does not calibrate keeps one line through every run: 1 s per 100 rows.
+    assert target["balance"] == pytest.approx(1000 * 7.0)
 
 
 def test_a_step_not_known_to_the_model_is_taken_to_read_the_whole_history() -> None:
