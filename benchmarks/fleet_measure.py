@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from spark_history.forecast.vocabulary import ForecastParams
 
 _STEP = re.compile(r"^\[history\] (?P<name>.+): (?P<seconds>\d+(?:\.\d+)?) s$")
@@ -113,30 +115,45 @@ def prometheus_series(text: str) -> dict[str, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
-    """``intercept + slope * x``, least squares."""
+class CostModel:
+    """``seconds = fixed + sum(per_unit[i] x units[i])``; no cost per unit is negative."""
 
-    intercept: float
-    slope: float
+    fixed: float
+    per_unit: tuple[float, ...]
 
-    def at(self, x: float) -> float:
-        return self.intercept + self.slope * x
+    def at(self, units: Sequence[float]) -> float:
+        return self.fixed + sum(
+            cost * count for cost, count in zip(self.per_unit, units, strict=True)
+        )
 
 
-def fit_line(points: Iterable[tuple[float, float]]) -> Line:
-    """The least-squares line through ``points`` (one point: through the origin)."""
-    pairs = list(points)
+def fit_costs(points: Iterable[tuple[Sequence[float], float]]) -> CostModel:
+    """The least-squares ``CostModel`` through ``(units, seconds)`` points. A unit that does
+    not vary between the points is not told apart from the fixed cost, and a unit whose cost
+    comes out negative (a fit on too few sizes) is dropped and the rest fitted again. When no
+    unit varies (one point, or sizes alike): through the origin in the first unit every point
+    has."""
+    pairs = [(np.asarray(units, dtype=np.float64), seconds) for units, seconds in points]
     if not pairs:
         raise ValueError("no points to fit")
-    if len({x for x, _ in pairs}) == 1:
-        x, y = pairs[0][0], sum(y for _, y in pairs) / len(pairs)
-        return Line(0.0, y / x if x else 0.0)
-    count = len(pairs)
-    mean_x = sum(x for x, _ in pairs) / count
-    mean_y = sum(y for _, y in pairs) / count
-    spread = sum((x - mean_x) ** 2 for x, _ in pairs)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in pairs) / spread
-    return Line(mean_y - slope * mean_x, slope)
+    units = np.vstack([unit for unit, _ in pairs])
+    seconds = np.array([value for _, value in pairs])
+    width = units.shape[1]
+    kept = [column for column in range(width) if np.ptp(units[:, column]) > 0]
+    while kept:
+        design = np.column_stack([np.ones(len(pairs)), units[:, kept]])
+        solution = np.linalg.lstsq(design, seconds, rcond=None)[0]
+        negative = [column for column, cost in zip(kept, solution[1:], strict=True) if cost < 0]
+        if not negative:
+            per_unit = np.zeros(width)
+            per_unit[kept] = solution[1:]
+            return CostModel(float(solution[0]), tuple(float(cost) for cost in per_unit))
+        kept.remove(negative[0])
+    present = [column for column in range(width) if units[:, column].all()]
+    per_unit = np.zeros(width)
+    if present:
+        per_unit[present[0]] = float(seconds.mean()) / float(units[:, present[0]].mean())
+    return CostModel(0.0, tuple(float(cost) for cost in per_unit))
 
 
 def rows_read(rows_per_day: float, days: float, window_days: float | None) -> float:
@@ -157,43 +174,44 @@ class Measured:
     steps: Mapping[str, float]
 
 
-def _stage_x(
+def _stage_units(
     run: Measured, stage: str, volumes: int | None = None, days: float | None = None
-) -> float:
-    """A step's work unit: the rows it reads (volume plus usage rows in its window; a step not
-    in :data:`STAGE_WINDOW_DAYS` is taken to read the whole history), or the volumes for a
-    step that reads no history. Rows per volume and day stay those of ``run``."""
+) -> tuple[float, float, float]:
+    """A step's work: (rows it reads, volumes, volume-origins it calibrates). The rows are the
+    volume plus usage rows in its window (a step not in :data:`STAGE_WINDOW_DAYS` is taken to
+    read the whole history; one that reads no history, none), at ``run``'s rows per volume and
+    day; volume-origins only for :data:`CALIBRATING_STEPS`."""
     count = run.volumes if volumes is None else volumes
-    if stage in STAGE_WINDOW_DAYS and STAGE_WINDOW_DAYS[stage] is None:
-        return float(count)
+    history = run.days if days is None else days
+    window = STAGE_WINDOW_DAYS.get(stage, history)
     per_day = (run.volume_rows_per_day + run.usage_rows_per_day) * count / run.volumes
-    return rows_read(per_day, run.days if days is None else days, STAGE_WINDOW_DAYS.get(stage))
+    rows = 0.0 if window is None else rows_read(per_day, history, window)
+    origins = count * calibration_origins(history) if stage in CALIBRATING_STEPS else 0
+    return rows, float(count), float(origins)
 
 
 def extrapolate(runs: Sequence[Measured], volumes: int, days: float) -> dict[str, float]:
-    """Each step's seconds for ``volumes`` x ``days``: a line per step through the measured
-    (work, seconds) points, work as :func:`_stage_x` counts it. A calibrating step's line is
-    fitted on the runs whose history is too short for an origin, and its runs with origins
-    give the seconds per volume and origin beyond that line (:func:`calibration_origins`)."""
+    """Each step's seconds for ``volumes`` x ``days``: per step, a fixed cost plus a cost per
+    row read, per volume (its Python groups) and per volume-origin calibrated, fitted on the
+    measured runs (:func:`fit_costs`; work as :func:`_stage_units` counts it)."""
     stages: list[str] = []
     for run in runs:
         stages += [stage for stage in run.steps if stage not in stages]
     result: dict[str, float] = {}
     for stage in stages:
-        measured = [run for run in runs if stage in run.steps]
-        calibrated = [run for run in measured if calibration_origins(run.days)]
-        split = stage in CALIBRATING_STEPS and calibrated and len(calibrated) < len(measured)
-        lined = (
-            [run for run in measured if not calibration_origins(run.days)] if split else measured
+        model = fit_costs(
+            (_stage_units(run, stage), run.steps[stage]) for run in runs if stage in run.steps
         )
-        line = fit_line((_stage_x(run, stage), run.steps[stage]) for run in lined)
-        target = line.at(_stage_x(runs[-1], stage, volumes=volumes, days=days))
-        if split:
-            per_origin = [
-                (run.steps[stage] - line.at(_stage_x(run, stage)))
-                / (run.volumes * calibration_origins(run.days))
-                for run in calibrated
-            ]
-            target += sum(per_origin) / len(per_origin) * volumes * calibration_origins(days)
-        result[stage] = max(0.0, target)
+        target = _stage_units(runs[-1], stage, volumes=volumes, days=days)
+        result[stage] = max(0.0, model.at(target))
     return result
+
+
+def held_out(runs: Sequence[Measured]) -> list[float]:
+    """Each run's seconds of steps as the fit on the other runs predicts them (leave one out):
+    how far the extrapolation can be trusted."""
+    predicted = []
+    for run in runs:
+        others = [other for other in runs if other is not run]
+        predicted.append(sum(extrapolate(others, run.volumes, run.days).values()))
+    return predicted

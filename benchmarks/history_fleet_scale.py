@@ -11,12 +11,14 @@ is submitted with spark-submit to a standalone master and one worker with ``--co
 Measured per size: the submission's wall time and each ``[history]`` step's seconds,
 the peak resident memory of the driver's JVM and Python process and of the executor's JVM and
 Python workers (sampled from /proc every 0.5 s, and each process's VmHWM), rows read and rows
-per second per core, the series in ``hours_to_full.prom``; then each step extrapolated to
-``--target-brokers`` x ``--target-days`` (``benchmarks.fleet_measure.extrapolate``). The load
-average is printed before and after every run: the figures are only as quiet as the machine.
+per second per core, the series in ``hours_to_full.prom``; then each step's cost fitted on every
+size (a fixed cost, and a cost per row read, per volume and per volume-origin calibrated:
+``benchmarks.fleet_measure.extrapolate``), each run predicted by the fit on the others, and
+each ``--target`` extrapolated. The load average is printed before and after every run: the
+figures are only as quiet as the machine.
 
 Run: ``python -m benchmarks.history_fleet_scale --size 50:1 --size 50:3 --size 200:1 --size 1000:1
---volumes-per-broker 16 --cores 2 --workdir /tmp/vq-fleet-scale``.
+--size 1000:3 --size 50:10 --volumes-per-broker 16 --cores 2 --workdir /tmp/vq-fleet-scale``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from benchmarks.fleet_measure import (
     EXECUTOR_PYTHON,
     Measured,
     extrapolate,
+    held_out,
     parse_size,
     parse_steps,
     process_role,
@@ -261,6 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     else:
         measured = _run_sizes(arguments)
+    if len(measured) > 2:
+        print("the fit without each run, against the run:")
+        for run, predicted in zip(measured, held_out(measured), strict=True):
+            actual = sum(run.steps.values())
+            print(
+                f"  {run.volumes:,} volumes, {run.days:g} days: {predicted:,.0f} s predicted, "
+                f"{actual:,.0f} s measured ({100 * (predicted - actual) / actual:+.0f} %)"
+            )
     targets = arguments.target or [(1000, 1.0), (1000, 3.0), (1000, 10.0), (10_000, 90.0)]
     for brokers, days in targets if measured else []:
         target = extrapolate(measured, brokers * arguments.volumes_per_broker, days)

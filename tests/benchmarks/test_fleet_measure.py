@@ -16,7 +16,8 @@ from benchmarks.fleet_measure import (
     Measured,
     calibration_origins,
     extrapolate,
-    fit_line,
+    fit_costs,
+    held_out,
     parse_size,
     parse_steps,
     process_role,
@@ -78,11 +79,25 @@ def test_textfile_series_are_counted_per_metric_without_comments() -> None:
     assert prometheus_series(text) == {"a_hours": 2, "b_total": 1}
 
 
-def test_a_line_is_fitted_through_points_and_one_point_goes_through_the_origin() -> None:
-    line = fit_line([(1.0, 12.0), (3.0, 16.0), (10.0, 30.0)])
-    assert line.intercept == pytest.approx(10.0)
-    assert line.slope == pytest.approx(2.0)
-    assert fit_line([(4.0, 8.0)]).at(10.0) == pytest.approx(20.0)
+def test_the_costs_are_fitted_by_least_squares() -> None:
+    # 10 s fixed, 2 s per row, 0.5 s per volume.
+    points = [((rows, volumes), 10.0 + 2.0 * rows + 0.5 * volumes) for rows, volumes in
+              [(1.0, 10.0), (3.0, 10.0), (1.0, 40.0), (9.0, 20.0)]]  # fmt: skip
+    model = fit_costs(points)
+    assert model.fixed == pytest.approx(10.0)
+    assert model.per_unit == pytest.approx((2.0, 0.5))
+
+
+def test_a_unit_whose_cost_comes_out_negative_is_dropped() -> None:
+    # More volumes ran slightly faster here: no volume makes a report faster, so that unit goes.
+    model = fit_costs([((1.0, 10.0), 12.0), ((3.0, 10.0), 16.0), ((2.0, 40.0), 13.0)])
+    assert model.per_unit[1] == 0.0
+    assert model.per_unit[0] > 0.0
+
+
+def test_one_point_goes_through_the_origin_in_its_first_unit() -> None:
+    assert fit_costs([((4.0, 2.0), 8.0)]).at((10.0, 2.0)) == pytest.approx(20.0)
+    assert fit_costs([((0.0, 5.0), 2.0)]).at((0.0, 50.0)) == pytest.approx(20.0)
 
 
 def test_a_step_reads_only_its_window() -> None:
@@ -134,6 +149,16 @@ def test_a_calibrating_step_adds_its_cost_per_volume_and_origin_to_its_line() ->
     assert target["topics and headroom"] == pytest.approx(seconds(1000, 90.0))
     # A step that does not calibrate keeps one line through every run: 1 s per 100 rows.
     assert target["balance"] == pytest.approx(1000 * 7.0)
+
+
+def test_each_run_left_out_is_predicted_by_the_others() -> None:
+    # 3 s fixed, 1 s per 1000 rows, 0.02 s per volume; 4 runs, so any 3 give the model.
+    def seconds(volumes: int, days: float) -> float:
+        return 3.0 + 100.0 * volumes * min(days, 7.0) / 1000.0 + 0.02 * volumes
+
+    sizes = [(10, 1.0), (10, 3.0), (40, 1.0), (80, 2.0)]
+    runs = [Measured(v, d, 100.0 * v, 0.0, {"balance": seconds(v, d)}) for v, d in sizes]
+    assert held_out(runs) == pytest.approx([seconds(v, d) for v, d in sizes])
 
 
 def test_a_step_not_known_to_the_model_is_taken_to_read_the_whole_history() -> None:
