@@ -60,6 +60,16 @@ def test_the_unbounded_topic_drives_the_fill_and_its_retention_would_prevent_it(
     assert pd.isna(result["reason"])
 
 
+def test_a_topic_is_projected_with_its_newest_surveys_config() -> None:
+    frame = _joined_frame().sort_values("surveyedAt", kind="stable")
+    logs = frame.index[frame["topic"] == "logs"]
+    # Every survey of logs but the newest read a one-hour retention, which would cap it.
+    frame.loc[logs[:-1], "retentionMs"] = 3_600_000
+    result = mechanism_group(frame, pd.Timestamp(AT), 60 * 24.0, 3600).iloc[0]
+    assert "on logs (now -1)" in result["prevention"]
+    assert abs(result["hoursToHardLimit"] - 556.8e9 / 1e6 / 3600) < 0.5
+
+
 def test_hours_count_buckets_of_the_history_bucket() -> None:
     frame = _joined_frame()
     hours = mechanism_group(frame, pd.Timestamp(AT), 60 * 24.0, 3600).iloc[0]

@@ -58,46 +58,72 @@ def _seconds(frame: pd.DataFrame, at: pd.Timestamp) -> np.ndarray:
     ).astype(np.float64)
 
 
-def _config(row: pd.Series) -> dict[str, object] | None:
-    if pd.isna(row.get("configReadAt")):
+def _config(columns: dict[str, np.ndarray], index: int) -> dict[str, object] | None:
+    """The config values of row ``index`` of ``columns`` (``configReadAt`` and the values)."""
+    if pd.isna(columns["configReadAt"][index]):
         return None
     values: dict[str, object] = {}
     for name in CONFIG_VALUE_COLUMNS:
-        value = row.get(name)
+        value = columns[name][index]
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
         values[name] = value.item() if hasattr(value, "item") else value
     return values
 
 
+def _runs(keys: np.ndarray) -> list[np.ndarray]:
+    """The positions of each key's rows, keys in sorted order, positions in their order."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return np.split(order, starts[1:]) if keys.size else []
+
+
 def volume_history(frame: pd.DataFrame, at: pd.Timestamp) -> VolumeHistory:
-    """The pure projection's input from one volume's joined usage rows."""
-    latest_survey = frame["surveyedAt"].max()
-    topics_rows = frame[frame["kind"] == TOPIC].sort_values("surveyedAt")
+    """The pure projection's input from one volume's joined usage rows.
+
+    Column-wise: the surveys' instants are converted once, and each topic's rows are found by
+    one sort of the names (a topic's series is a slice of the columns, not a sub-frame)."""
+    ordered = frame.sort_values("surveyedAt", kind="stable")
+    seconds = _seconds(ordered, at)
+    kinds = ordered["kind"].to_numpy()
+    named = (kinds == TOPIC) & ordered["topic"].notna().to_numpy()
+    topic_rows = ordered[named]
+    config_columns = {
+        name: topic_rows[name].to_numpy() for name in ("configReadAt", *CONFIG_VALUE_COLUMNS)
+    }
+    topic_seconds = seconds[named]
+    sizes = topic_rows["bytes"].to_numpy(dtype=np.float64)
+    transient = topic_rows["transientBytes"].fillna(0).to_numpy(dtype=np.float64)
+    partitions = topic_rows["partitions"].to_numpy()
+    active = topic_rows["activeSegmentBytes"].to_numpy()
+    names = topic_rows["topic"].to_numpy()
+    latest_seconds = seconds.max()
     topics: list[TopicHistory] = []
-    for name, rows in topics_rows.groupby("topic", sort=True):
-        newest = rows.iloc[-1]
-        if newest["surveyedAt"] != latest_survey:
+    for rows in _runs(names.astype(str)):
+        newest = int(rows[-1])
+        if topic_seconds[newest] != latest_seconds:
             continue  # not in the latest survey: left the top N, or deleted
         topics.append(
             TopicHistory(
-                topic=str(name),
-                seconds=_seconds(rows, at),
-                bytes=rows["bytes"].to_numpy(dtype=np.float64),
-                transient_bytes=rows["transientBytes"].fillna(0).to_numpy(dtype=np.float64),
-                partitions=int(newest["partitions"]),
-                active_segment_bytes=int(newest["activeSegmentBytes"]),
-                config=_config(newest),
+                topic=str(names[newest]),
+                seconds=topic_seconds[rows],
+                bytes=sizes[rows],
+                transient_bytes=transient[rows],
+                partitions=int(partitions[newest]),
+                active_segment_bytes=int(active[newest]),
+                config=_config(config_columns, newest),
             )
         )
-    rest = frame[frame["kind"] == OTHER].sort_values("surveyedAt")
-    latest = frame.sort_values("surveyedAt").iloc[-1]
+    is_rest = kinds == OTHER
+    rest = ordered[is_rest]
+    latest = ordered.iloc[-1]
     return VolumeHistory(
         capacity=float(latest["capacity"]),
         consumed=float(latest["consumed"]),
         hard_threshold_bytes=float(latest["hardThresholdBytes"]),
         topics=topics,
-        rest_seconds=_seconds(rest, at),
+        rest_seconds=seconds[is_rest],
         rest_bytes=(rest["bytes"] + rest["unattributedBytes"].fillna(0)).to_numpy(dtype=np.float64),
     )
 
