@@ -35,9 +35,15 @@ NO_ANSWER = Forecaster("none", lambda _: Prediction(None, math.nan, math.nan))
 """A fallback that answers nothing (no trend: its origins calibrate nothing)."""
 
 
+def in_utc(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``frame`` with ``column`` as UTC instants (naive values are UTC, as Spark hands them)."""
+    return frame.assign(**{column: pd.to_datetime(frame[column], utc=True)})
+
+
 def newest_configs_at(configs: pd.DataFrame, at: pd.Timestamp) -> pd.DataFrame:
-    """Per topic, its newest ``config`` row read at or before ``at``."""
-    read = configs[pd.to_datetime(configs["configReadAt"], utc=True) <= at]
+    """Per topic, its newest ``config`` row read at or before ``at`` (``configReadAt`` in
+    UTC: :func:`in_utc`)."""
+    read = configs[configs["configReadAt"] <= at]
     newest = read.sort_values("configReadAt", kind="stable").groupby("topic").tail(1)
     return newest.loc[:, list(_CONFIG_COLUMNS)]
 
@@ -59,14 +65,14 @@ def usage_at(
 ) -> pd.DataFrame:
     """The frame ``mechanism.usage_frame.volume_history`` reads, as it was at ``at``: the volume's
     rows surveyed in ``(at - lookback, at]`` joined with the configs read by then, and the
-    volume's capacity, level and hard threshold from ``history``."""
-    surveyed = pd.to_datetime(volume_rows["surveyedAt"], utc=True)
+    volume's capacity, level and hard threshold from ``history`` (the instants of both frames
+    in UTC: :func:`in_utc`)."""
+    surveyed = volume_rows["surveyedAt"]
     start = at - pd.Timedelta(seconds=lookback_seconds)
     window = volume_rows[(surveyed <= at) & (surveyed > start)]
     window = window.drop(columns=[c for c in _CONFIG_COLUMNS[1:] if c in window.columns])
     joined = window.merge(newest_configs_at(configs, at), on="topic", how="left")
     return joined.assign(
-        surveyedAt=pd.to_datetime(joined["surveyedAt"], utc=True),
         capacity=history.capacity,
         # The newest snapshot's level, as `history forecast` takes it: a bucket's maximum is
         # its newest sample while the volume grows (its mean lags half a bucket).
@@ -89,8 +95,9 @@ def mechanism_forecaster(
     the limit gets its band (``conformal_bands.path_crossing_band`` along the path)."""
     width = params.bucket_seconds
     lookback = params.lookback_hours * width
-    volume_rows = usage[usage["kind"].isin((TOPIC, OTHER))]
-    configs = usage[usage["kind"] == "config"]
+    # The instants are converted once, not at every origin.
+    volume_rows = in_utc(usage[usage["kind"].isin((TOPIC, OTHER))], "surveyedAt")
+    configs = in_utc(usage[usage["kind"] == "config"], "configReadAt")
 
     def predict(history: History) -> Prediction:
         at = pd.Timestamp(zero_seconds + history.origin * width, unit="s", tz="UTC")

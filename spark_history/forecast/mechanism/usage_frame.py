@@ -53,9 +53,10 @@ _MAX_REASON = 300
 
 
 def _seconds(frame: pd.DataFrame, at: pd.Timestamp) -> np.ndarray:
-    return (
-        (pd.to_datetime(frame["surveyedAt"], utc=True) - at).dt.total_seconds().to_numpy()
-    ).astype(np.float64)
+    instants = frame["surveyedAt"]
+    if not isinstance(instants.dtype, pd.DatetimeTZDtype):
+        instants = pd.to_datetime(instants, utc=True)
+    return ((instants - at).dt.total_seconds().to_numpy()).astype(np.float64)
 
 
 def _config(columns: dict[str, np.ndarray], index: int) -> dict[str, object] | None:
