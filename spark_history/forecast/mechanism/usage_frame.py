@@ -72,19 +72,11 @@ def _config(columns: dict[str, np.ndarray], index: int) -> dict[str, object] | N
     return values
 
 
-def _runs(keys: np.ndarray) -> list[np.ndarray]:
-    """The positions of each key's rows, keys in sorted order, positions in their order."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    return np.split(order, starts[1:]) if keys.size else []
-
-
 def volume_history(frame: pd.DataFrame, at: pd.Timestamp) -> VolumeHistory:
     """The pure projection's input from one volume's joined usage rows.
 
-    Column-wise: the surveys' instants are converted once, and each topic's rows are found by
-    one sort of the names (a topic's series is a slice of the columns, not a sub-frame)."""
+    Column-wise: the surveys' instants are converted once, and each topic's series is a slice
+    of the columns at its rows' positions, not a sub-frame."""
     ordered = frame.sort_values("surveyedAt", kind="stable")
     seconds = _seconds(ordered, at)
     kinds = ordered["kind"].to_numpy()
@@ -101,7 +93,8 @@ def volume_history(frame: pd.DataFrame, at: pd.Timestamp) -> VolumeHistory:
     names = topic_rows["topic"].to_numpy()
     latest_seconds = seconds.max()
     topics: list[TopicHistory] = []
-    for rows in _runs(names.astype(str)):
+    # Each topic's positions in ``topic_rows``, in their (survey) order; topics by name.
+    for rows in topic_rows.groupby("topic", sort=True).indices.values():
         newest = int(rows[-1])
         if topic_seconds[newest] != latest_seconds:
             continue  # not in the latest survey: left the top N, or deleted
