@@ -95,13 +95,20 @@ python3 -m pytest -p no:cacheprovider --basetemp="$lanes_root/second" --duration
     "${second[@]}" "$@" >"$second_log" 2>&1 &
 second_lane=$!
 trap 'stop_tree "$java_lane"; stop_tree "$second_lane"; rm -rf "$java_log" "$second_log" "$lanes_root"' EXIT
+first_log="$lanes_root/first.log"
 first_status=0
-python3 -m pytest --basetemp="$lanes_root/first" --durations=20 "${first[@]}" "$@" || first_status=$?
+python3 -m pytest --basetemp="$lanes_root/first" --durations=20 "${first[@]}" "$@" 2>&1 |
+    tee "$first_log" || first_status=$?
 second_status=0
 wait "$second_lane" || second_status=$?
 echo "== the second lane: ${second[*]}"
 cat "$second_log"
 if [[ $quota_status -ne 0 || $first_status -ne 0 || $second_status -ne 0 ]]; then
+    # The run's last lines name what failed in either lane (a reader of the tail sees the
+    # second lane's log; the first lane's summary is far above it).
+    echo "== what failed in the lanes"
+    grep -h -E '^(FAILED|ERROR) ' "$first_log" "$second_log" ||
+        echo "(no FAILED or ERROR line; the lanes' logs are above)"
     echo "failed: Kafka's quota tests exit status $quota_status, first lane $first_status," \
         "second lane $second_status" >&2
     exit 1
