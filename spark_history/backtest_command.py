@@ -172,17 +172,14 @@ def run_backtest(arguments: argparse.Namespace) -> int:
 
 def _usage(session: SparkSession, settings: BacktestSettings) -> UsageHistory | None:
     """The usage dataset rolled up to the backtest's buckets, collected; None without it."""
-    from spark_history.command_runs import _check_input, _check_local_input, _spark_call
+    from spark_history.command_runs import _spark_call, _usage_dataset
     from spark_history.forecast.backtest.spark_buckets import usage_history
-    from spark_history.forecast.spark_mechanism import load_usage
 
-    if settings.usage_dataset is None:
+    bucket_seconds = settings.history_bucket
+    usage = _usage_dataset(session, settings.usage_dataset, settings.at, bucket_seconds)
+    if usage is None:
         return None
-    dataset = settings.usage_dataset
-    _check_local_input(dataset)
-    _check_input(session, dataset)
-    usage = load_usage(session, dataset)
-    return _spark_call(lambda: usage_history(usage, settings.history_bucket, settings.at))
+    return _spark_call(lambda: usage_history(usage, bucket_seconds, settings.at))
 
 
 def _document(

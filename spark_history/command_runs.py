@@ -114,15 +114,14 @@ def _mechanism_forecast(
 
     from spark_history import storage
     from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS
-    from spark_history.forecast.spark_mechanism import load_usage, mechanism_volumes
+    from spark_history.forecast.spark_mechanism import mechanism_volumes
     from spark_history.session import step
 
     assert isinstance(rows, DataFrame)
-    assert settings.usage_dataset is not None
-    dataset, output = settings.usage_dataset, settings.mechanism_output
-    _check_input(session, dataset)
+    output = settings.mechanism_output
     with step("mechanism forecast"), _progress(session):
-        usage = _spark_call(lambda: load_usage(session, dataset))
+        usage = _usage_dataset(session, settings.usage_dataset, at, params.bucket_seconds)
+        assert usage is not None
         table = _spark_call(lambda: mechanism_volumes(usage, rows, at, params).toPandas())
     table = table.sort_values(["hoursToHardLimit", "brokerId", "volumeName"], na_position="last")
     filling = int(table["hoursToHardLimit"].notna().sum())
@@ -181,7 +180,7 @@ def run_report(arguments: argparse.Namespace) -> int:
         rows = _spark_call(lambda: load_history(session, arguments.input))
         if _spark_call(lambda: rows.where(rows.snapshotAt <= at).limit(1).count()) == 0:
             raise HistoryUsageError(f"no snapshots in {arguments.input} before {at.isoformat()}")
-        usage = _usage_dataset(session, settings.usage_dataset)
+        usage = _usage_dataset(session, settings.usage_dataset, at, settings.history_bucket)
         overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
         if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
@@ -232,15 +231,24 @@ def _report_windows(
     return longest, widest * max(1.0, bucket / 3600.0)
 
 
-def _usage_dataset(session: SparkSession, dataset: str | None) -> DataFrame | None:
-    """The usage dataset ``--usage-dataset`` names (checked), or None."""
+def _usage_dataset(
+    session: SparkSession, dataset: str | None, at: datetime | None, bucket_seconds: float
+) -> DataFrame | None:
+    """The usage dataset ``--usage-dataset`` names (checked), or None: its stored hourly
+    rollup (``usage_rollup``) when the analyses' buckets, ending at ``at``, are its hours; else
+    every raw row."""
     from spark_history.forecast.spark_mechanism import load_usage
+    from spark_history.hourly_rollup import clock_hours
+    from spark_history.rollup_store import USAGE, load_rollup
 
     if dataset is None:
         return None
     _check_local_input(dataset)
     _check_input(session, dataset)
-    return _spark_call(lambda: load_usage(session, dataset))
+    usage = _spark_call(lambda: load_usage(session, dataset))
+    if not clock_hours(at, bucket_seconds):
+        return usage
+    return _spark_call(lambda: load_rollup(session, dataset, usage, kind=USAGE))
 
 
 def _forecast_params(settings: AnalysisSettings) -> ForecastParams:

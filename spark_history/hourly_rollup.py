@@ -149,10 +149,17 @@ def _columns(grouped: DataFrame) -> DataFrame:
 def serves(at: datetime, lookback_hours: float | None, bucket_seconds: float = 3600.0) -> bool:
     """True when the buckets of an analysis (``bucket_seconds`` wide, ending at ``at``, over
     ``lookback_hours``) are whole rollup hours, so the rollup gives what the raw rows give."""
-    if bucket_seconds != HOUR_SECONDS or lookback_hours is None:
+    if lookback_hours is None:
         return False
-    whole_hour = at.timestamp() % HOUR_SECONDS == 0.0
-    return whole_hour and float(lookback_hours).is_integer()
+    return clock_hours(at, bucket_seconds) and float(lookback_hours).is_integer()
+
+
+def clock_hours(at: datetime | None, bucket_seconds: float) -> bool:
+    """True when buckets ``bucket_seconds`` wide that end at ``at`` (None: anywhere) are the
+    clock's hours, and so the rollups' hours."""
+    if bucket_seconds != HOUR_SECONDS:
+        return False
+    return at is None or at.timestamp() % HOUR_SECONDS == 0.0
 
 
 def window_hours(rollup: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:

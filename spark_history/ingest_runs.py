@@ -119,17 +119,22 @@ def _ingest(
         for dataset in datasets:
             if dataset is not None:
                 _compact(session, dataset, settings.compact_min_files, None)
-    _refresh_rollup(session, arguments.output)
+    _refresh_rollup(session, arguments.output, usage=False)
+    if usage is not None:
+        assert usage_output is not None
+        _refresh_rollup(session, usage_output, usage=True)
     return 0
 
 
-def _refresh_rollup(session: SparkSession, dataset: str) -> None:
-    """Recompute the hourly rollup of the dates the ingest touched (and any other stale one)."""
-    from spark_history.rollup_store import refresh_rollup
+def _refresh_rollup(session: SparkSession, dataset: str, *, usage: bool) -> None:
+    """Recompute the hourly rollup (the snapshots' or the usage's) of the dates the ingest
+    touched (and any other stale one)."""
+    from spark_history.rollup_store import SNAPSHOTS, USAGE, refresh_rollup
     from spark_history.session import step
 
-    with step("hourly rollup"), _progress(session):
-        result = _spark_call(lambda: refresh_rollup(session, dataset))
+    kind = USAGE if usage else SNAPSHOTS
+    with step(kind.name), _progress(session):
+        result = _spark_call(lambda: refresh_rollup(session, dataset, kind=kind))
     print(f"{dataset}: {result.describe()}")
 
 

@@ -28,7 +28,7 @@ import datetime as dt
 import json
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 from urllib.parse import unquote
@@ -39,11 +39,30 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from spark_history import sink_log, storage
 from spark_history.hourly_rollup import ROLLUP_COLUMNS, hourly_rollup
 from spark_history.snapshot_rows import VOLUME_ROW_COLUMNS
+from spark_history.usage_documents import USAGE_ROW_COLUMNS
+from spark_history.usage_rollup import usage_rollup
 
 ROLLUP_DIR = "_rollup/hourly"
 MANIFEST_DIR = "_manifests"
 STAGING_DIR = "_staging"
 DATE_PREFIX = "date="
+
+
+@dataclass(frozen=True, slots=True)
+class RollupKind:
+    """What a dataset's rollup is: its name in messages, the raw columns it is computed from,
+    how, and its columns."""
+
+    name: str
+    raw_columns: tuple[str, ...]
+    compute: Callable[[DataFrame], DataFrame]
+    columns: tuple[str, ...]
+
+
+SNAPSHOTS = RollupKind("hourly rollup", VOLUME_ROW_COLUMNS, hourly_rollup, ROLLUP_COLUMNS)
+"""The snapshot history's: a row per volume and hour (``hourly_rollup``)."""
+USAGE = RollupKind("hourly usage rollup", USAGE_ROW_COLUMNS, usage_rollup, USAGE_ROW_COLUMNS)
+"""The usage history's: its rows an hourly analysis reads (``usage_rollup``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +115,12 @@ class RollupState:
 class RefreshResult:
     dates: tuple[str, ...]
     rows: int
+    name: str = SNAPSHOTS.name
 
     def describe(self) -> str:
         if not self.dates:
-            return "hourly rollup up to date"
-        return f"hourly rollup of {len(self.dates)} date(s) recomputed ({self.rows} rows)"
+            return f"{self.name} up to date"
+        return f"{self.name} of {len(self.dates)} date(s) recomputed ({self.rows} rows)"
 
 
 def rollup_root(dataset_root: str) -> str:
@@ -155,10 +175,15 @@ def rollup_state(session: SparkSession, dataset: str) -> RollupState:
 
 
 def refresh_rollup(
-    session: SparkSession, dataset: str, stream: TextIO = sys.stderr
+    session: SparkSession,
+    dataset: str,
+    stream: TextIO = sys.stderr,
+    *,
+    kind: RollupKind = SNAPSHOTS,
 ) -> RefreshResult:
-    """Recompute the rollup of every stale date of ``dataset`` from its raw rows, drop the
-    rollup of dates no longer in the dataset, and delete what a crashed refresh left."""
+    """Recompute the rollup (of ``kind``) of every stale date of ``dataset`` from its raw rows,
+    drop the rollup of dates no longer in the dataset, and delete what a crashed refresh
+    left."""
     root = storage.qualified(session, dataset)
     listed = listed_by_date(session, root)
     state = compare(listed, read_manifests(session, root))
@@ -167,11 +192,12 @@ def refresh_rollup(
     for date in state.gone:
         _remove_date(session, hourly, date)
     if not state.stale:
-        return RefreshResult((), 0)
-    print(f"[history] hourly rollup: recomputing {len(state.stale)} date(s)", file=stream)
+        return RefreshResult((), 0, kind.name)
+    print(f"[history] {kind.name}: recomputing {len(state.stale)} date(s)", file=stream)
     raw = {date: listed[date] for date in state.stale}
     staging = storage.join(hourly, f"{STAGING_DIR}/{uuid.uuid4().hex}")
-    rollup = hourly_rollup(_raw_rows(session, root, [p for ps in raw.values() for p in ps]))
+    read = [path for paths in raw.values() for path in paths]
+    rollup = kind.compute(_raw_rows(session, root, read, kind.raw_columns))
     rollup.repartition("date").write.partitionBy("date").parquet(staging)
     counts = {}
     if storage.any_file(session, staging, ".parquet"):  # none when the dates hold tombstones only
@@ -180,14 +206,16 @@ def refresh_rollup(
     for date, files in raw.items():
         _install(session, hourly, staging, Manifest(date, files, (), counts.get(date, 0)))
     storage.delete(session, storage.join(hourly, STAGING_DIR), recursive=True)
-    return RefreshResult(state.stale, sum(counts.values()))
+    return RefreshResult(state.stale, sum(counts.values()), kind.name)
 
 
-def _raw_rows(session: SparkSession, root: str, files: Sequence[str]) -> DataFrame:
-    """The volume rows of exactly ``files`` (as the log lists them), ``date`` included."""
+def _raw_rows(
+    session: SparkSession, root: str, files: Sequence[str], columns: tuple[str, ...]
+) -> DataFrame:
+    """The ``columns`` of exactly ``files`` (as the log lists them), ``date`` included."""
     paths = [storage.glob_escape(unquote(uri)) for uri in files]
     frame = session.read.option("basePath", root).option("mergeSchema", "true").parquet(*paths)
-    return frame.select(*VOLUME_ROW_COLUMNS)
+    return frame.select(*columns)
 
 
 def _install(session: SparkSession, hourly: str, staging: str, manifest: Manifest) -> None:
@@ -292,30 +320,33 @@ def load_rollup(
     path: str,
     rows: DataFrame,
     window: tuple[dt.datetime, float] | None = None,
+    *,
     stream: TextIO = sys.stderr,
+    kind: RollupKind = SNAPSHOTS,
 ) -> DataFrame:
-    """The rollup of the history at ``path`` whose volume rows are ``rows``
-    (``history_input.load_history``): the stored rollup of every valid date, and the hours of
-    stale dates (or of all of them: a JSONL input, a dataset without the sink log) computed
-    from ``rows`` once in this run (cached). Never a stale stored date. ``window``: (``at``,
-    hours before it) that the readers need; only the dates it touches are read."""
+    """The rollup (of ``kind``) of the history at ``path`` whose raw rows are ``rows``
+    (``history_input.load_history``, ``spark_mechanism.load_usage``): the stored rollup of
+    every valid date, and that of stale dates (or of all of them: a JSONL input, a dataset
+    without the sink log) computed from ``rows`` once in this run (cached). Never a stale
+    stored date. ``window``: (``at``, hours before it) that the readers need; only the dates
+    it touches are read."""
     dates = None if window is None else _dates_of(*window)
     if dates is not None:
         rows = rows.where(F.col("date").between(F.lit(dates[0]), F.lit(dates[1])))
     if not has_sink_log(session, path):
-        print("[history] no stored hourly rollup: computed from the raw rows", file=stream)
-        return hourly_rollup(rows).cache()
+        print(f"[history] no stored {kind.name}: computed from the raw rows", file=stream)
+        return kind.compute(rows).cache()
     state = rollup_state(session, path)
     stale = [date for date in state.stale if _inside(date, dates)]
     parts = []
     if stale:
         print(
-            f"[history] hourly rollup stale or missing for {len(stale)} date(s): "
+            f"[history] {kind.name} stale or missing for {len(stale)} date(s): "
             "computed from the raw rows",
             file=stream,
         )
         wanted = [F.lit(date).cast("date") for date in stale]
-        parts.append(hourly_rollup(rows.where(F.col("date").isin(*wanted))).cache())
+        parts.append(kind.compute(rows.where(F.col("date").isin(*wanted))).cache())
     files = [
         uri
         for date, manifest in state.valid.items()
@@ -327,9 +358,9 @@ def load_rollup(
         stored = session.read.option("basePath", hourly).parquet(
             *[storage.glob_escape(unquote(uri)) for uri in files]
         )
-        parts.append(stored.select(*ROLLUP_COLUMNS))
+        parts.append(stored.select(*kind.columns))
     if not parts:
-        return hourly_rollup(rows.limit(0))
+        return kind.compute(rows.limit(0))
     frame = parts[0]
     for part in parts[1:]:
         frame = frame.unionByName(part)
