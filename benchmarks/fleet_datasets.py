@@ -9,7 +9,9 @@ row per topic on the volume (8 to 20, all within the sidecar's default top 20) a
 allocated bytes (``totalBytes``, 99.5 % of its consumed bytes) minus ``unattributedBytes``
 (0.2 %), each topic holding a fixed share of the volume. Every 300 s (the default
 ``topic_configs_interval``) the lowest broker publishes ``config`` rows: one per topic of the
-cluster, with retention configs. Written with pyarrow, one file per chunk of brokers and date.
+cluster, with retention configs. Written with pyarrow, one file per chunk of brokers and date,
+and listed in a ``_spark_metadata`` log as Spark's file sink lists its files
+(:func:`write_sink_log`), so that the hourly rollups can be kept as ``history ingest`` keeps them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -26,7 +29,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from benchmarks.history_cluster_throughput import with_limits
-from spark_history import synthetic
+from spark_history import sink_log, synthetic
 from spark_history.usage_documents import CONFIG, OTHER, TOPIC, USAGE_ROW_COLUMNS
 
 USAGE_INTERVAL_SECONDS = 60.0
@@ -277,18 +280,40 @@ def write_fleet(
     return Written(volume_rows, usage_rows, time.monotonic() - started)
 
 
+def write_sink_log(dataset: Path) -> None:
+    """List every data file of ``dataset`` in its ``_spark_metadata`` log (batch 0), as the
+    file sink of ``history ingest`` would have; nothing if it has a log."""
+    log = dataset / sink_log.LOG_DIR
+    if log.exists():
+        return
+    entries = []
+    for path in sorted(dataset.glob("date=*/*.parquet")):
+        status = path.stat()
+        modified = int(status.st_mtime * 1000)
+        uri = "file://" + quote(str(path), safe="/=")  # as Hadoop's Path writes it: '=' kept
+        entries.append(sink_log.file_entry(uri, status.st_size, modified, 1, 2**25))
+    log.mkdir()
+    (log / "0").write_text(sink_log.render_log(entries))
+
+
 def ensure_fleet(shape: FleetShape, folder: Path, with_usage: bool = True) -> Written:
     """``write_fleet`` into ``folder/volumes`` and ``folder/usage``, unless a previous run
-    finished writing them there (``written.json`` records the counts and the time it took)."""
+    finished writing them there (``written.json`` records the counts and the time it took),
+    each with its sink log."""
     import json  # noqa: PLC0415
     import shutil  # noqa: PLC0415
 
     marker = folder / "written.json"
     if marker.exists():
+        for name in ("volumes", "usage"):
+            if (folder / name).is_dir():
+                write_sink_log(folder / name)
         return Written(**json.loads(marker.read_text()))
     for name in ("volumes", "usage"):
         shutil.rmtree(folder / name, ignore_errors=True)
     written = write_fleet(shape, folder / "volumes", folder / "usage" if with_usage else None)
+    for name in ("volumes", "usage") if with_usage else ("volumes",):
+        write_sink_log(folder / name)
     marker.write_text(
         json.dumps(
             {"volume_rows": written.volume_rows, "usage_rows": written.usage_rows,

@@ -4,7 +4,9 @@ For each ``--size`` (brokers and days), a fleet of brokers x ``--volumes-per-bro
 sampled every minute, and its topic usage surveyed every minute (``benchmarks.fleet_datasets``: 8-20
 topics per volume summing to the volume's allocated bytes, retention configs every 5 min), is
 written as two date-partitioned Parquet datasets (not timed; the time is reported, and a
-dataset already written under ``--workdir`` is reused). Then ``job.py report --usage-dataset``
+dataset already written under ``--workdir`` is reused). Their hourly rollups are kept by a
+``job.py ingest`` run with nothing new to read (timed apart: the first time it computes every
+date, as an ingest computes the dates it appended to). Then ``job.py report --usage-dataset``
 is submitted with spark-submit to a standalone master and one worker with ``--cores`` cores
 (``benchmarks.history_cluster_throughput.standalone``), the code shipped with ``--py-files``.
 
@@ -184,6 +186,39 @@ def submit_report(
     return Submission(elapsed, parse_steps(result.stdout), peaks, result.stdout, result.returncode)
 
 
+def submit_refresh(master: str, package: Path, data: Path, work: Path) -> float:
+    """The hourly rollups of both datasets kept as ``history ingest`` keeps them: an ingest
+    run with nothing new to read, which refreshes every stale date (all of them the first
+    time; nothing once they are kept). Its seconds; a failure stops the benchmark."""
+    inbox = work / "empty-inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    command = [
+        str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
+        "--py-files", str(package),
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", "spark.ui.enabled=false",
+        str(JOB), "ingest", "--source", "jsonl", "--input", inbox.as_uri(),
+        "--checkpoint", (work / "checkpoint").as_uri(), "--output", (data / "volumes").as_uri(),
+        "--usage-input", inbox.as_uri(), "--usage-checkpoint", (work / "usage-checkpoint").as_uri(),
+        "--usage-output", (data / "usage").as_uri(),
+    ]  # fmt: skip
+    started = time.monotonic()
+    result = subprocess.run(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=spark_environment(),
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    (work / "refresh.log").write_text(result.stdout)
+    if result.returncode != 0:
+        raise SystemExit(f"the rollups' refresh failed (exit {result.returncode}):\n"
+                         f"{result.stdout[-4000:]}")  # fmt: skip
+    return seconds
+
+
 def _load() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
 
@@ -316,6 +351,8 @@ def _run_sizes(arguments: argparse.Namespace) -> list[Measured]:
             shape = FleetShape(brokers, arguments.volumes_per_broker, days, at)
             name = _name(brokers, arguments.volumes_per_broker, days)
             written = ensure_fleet(shape, workdir / name)
+            refresh = submit_refresh(master, package, workdir / name, workdir / f"refresh-{name}")
+            print(f"{name}: hourly rollups refreshed by an ingest in {refresh:.1f} s", flush=True)
             out = workdir / f"report-{name}"
             print(f"{name}: load average before {_load()}", flush=True)
             run = submit_report(master, package, workdir / name, out, memory)
@@ -337,7 +374,8 @@ def _run_sizes(arguments: argparse.Namespace) -> list[Measured]:
                      "sampled": run.peaks.sampled, "highWater": run.peaks.high_water,
                      "cpuSeconds": run.peaks.cpu_seconds(),
                      "volumeRows": written.volume_rows, "usageRows": written.usage_rows,
-                     "writeSeconds": written.seconds, "cores": arguments.cores}
+                     "writeSeconds": written.seconds, "refreshSeconds": refresh,
+                     "cores": arguments.cores}
                 )
             )  # fmt: skip
     return measured
