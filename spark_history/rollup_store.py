@@ -1,4 +1,6 @@
-"""Where the hourly rollup (``hourly_rollup``) of a history dataset lives, and how it is kept.
+"""Where the hourly rollup of a history dataset lives, and how it is kept: the snapshot
+history's (``hourly_rollup``, :data:`SNAPSHOTS`) and the usage history's (``usage_rollup``,
+:data:`USAGE`), the same way.
 
 Layout, inside the dataset (Spark's reader of the dataset reads only the files its
 ``_spark_metadata`` log lists, and a plain Parquet reader skips ``_`` directories, so neither
