@@ -150,6 +150,29 @@ class SparkMemory:
     executor: str
 
 
+def _spark_submit(
+    master: str, package: Path, options: list[str], job: list[str]
+) -> subprocess.CompletedProcess[str]:
+    """``spark-submit job.py <job>`` on the standalone cluster with the code shipped, its
+    output in ``stdout`` (spark-submit's PythonRunner sends the Python driver's stderr, the
+    step lines, to stdout)."""
+    command = [
+        str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, *options,
+        "--py-files", str(package),
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", "spark.ui.enabled=false",
+        str(JOB), *job,
+    ]  # fmt: skip
+    return subprocess.run(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=spark_environment(),
+        check=False,
+    )
+
+
 def submit_report(
     master: str,
     package: Path,
@@ -159,27 +182,13 @@ def submit_report(
 ) -> Submission:
     """``job.py report --usage-dataset`` on the standalone cluster, timed and sampled."""
     at = synthetic.HistoryConfig().at.isoformat()
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
-        "--driver-memory", memory.driver, "--executor-memory", memory.executor,
-        "--py-files", str(package),
-        "--conf", f"spark.pyspark.python={sys.executable}",
-        "--conf", "spark.ui.enabled=false",
-        str(JOB), "report", "--input", (data / "volumes").as_uri(), "--at", at,
-        "--usage-dataset", (data / "usage").as_uri(), "--output-dir", out.as_uri(),
-    ]  # fmt: skip
+    options = ["--driver-memory", memory.driver, "--executor-memory", memory.executor]
+    job = ["report", "--input", (data / "volumes").as_uri(), "--at", at]
+    job += ["--usage-dataset", (data / "usage").as_uri(), "--output-dir", out.as_uri()]
     sampler = MemorySampler()
     sampler.start()
     started = time.monotonic()
-    # spark-submit's PythonRunner sends the Python driver's stderr (the step lines) to stdout.
-    result = subprocess.run(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=spark_environment(),
-        check=False,
-    )
+    result = _spark_submit(master, package, options, job)
     elapsed = time.monotonic() - started
     peaks = sampler.stop()
     (out.parent / f"{out.name}.log").write_text(result.stdout)
@@ -192,25 +201,12 @@ def submit_refresh(master: str, package: Path, data: Path, work: Path) -> float:
     time; nothing once they are kept). Its seconds; a failure stops the benchmark."""
     inbox = work / "empty-inbox"
     inbox.mkdir(parents=True, exist_ok=True)
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
-        "--py-files", str(package),
-        "--conf", f"spark.pyspark.python={sys.executable}",
-        "--conf", "spark.ui.enabled=false",
-        str(JOB), "ingest", "--source", "jsonl", "--input", inbox.as_uri(),
-        "--checkpoint", (work / "checkpoint").as_uri(), "--output", (data / "volumes").as_uri(),
-        "--usage-input", inbox.as_uri(), "--usage-checkpoint", (work / "usage-checkpoint").as_uri(),
-        "--usage-output", (data / "usage").as_uri(),
-    ]  # fmt: skip
+    job = ["ingest", "--source", "jsonl", "--input", inbox.as_uri()]
+    job += ["--checkpoint", (work / "checkpoint").as_uri(), "--output", (data / "volumes").as_uri()]
+    job += ["--usage-input", inbox.as_uri(), "--usage-output", (data / "usage").as_uri()]
+    job += ["--usage-checkpoint", (work / "usage-checkpoint").as_uri()]
     started = time.monotonic()
-    result = subprocess.run(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=spark_environment(),
-        check=False,
-    )
+    result = _spark_submit(master, package, [], job)
     seconds = time.monotonic() - started
     (work / "refresh.log").write_text(result.stdout)
     if result.returncode != 0:
