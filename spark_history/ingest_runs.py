@@ -27,6 +27,8 @@ from volume_quota.config.sources import describe_setting
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from spark_history.rollup_store import RollupKind
+
 
 def run_ingest(arguments: argparse.Namespace) -> int:
     from spark_history.ingest import JsonlSource, KafkaSource
@@ -119,20 +121,21 @@ def _ingest(
         for dataset in datasets:
             if dataset is not None:
                 _compact(session, dataset, settings.compact_min_files, None)
-    _refresh_rollup(session, arguments.output, usage=False)
+    from spark_history.rollup_store import SNAPSHOTS, USAGE
+
+    _refresh_rollup(session, arguments.output, SNAPSHOTS)
     if usage is not None:
         assert usage_output is not None
-        _refresh_rollup(session, usage_output, usage=True)
+        _refresh_rollup(session, usage_output, USAGE)
     return 0
 
 
-def _refresh_rollup(session: SparkSession, dataset: str, *, usage: bool) -> None:
+def _refresh_rollup(session: SparkSession, dataset: str, kind: RollupKind) -> None:
     """Recompute the hourly rollup (the snapshots' or the usage's) of the dates the ingest
     touched (and any other stale one)."""
-    from spark_history.rollup_store import SNAPSHOTS, USAGE, refresh_rollup
+    from spark_history.rollup_store import refresh_rollup
     from spark_history.session import step
 
-    kind = USAGE if usage else SNAPSHOTS
     with step(kind.name), _progress(session):
         result = _spark_call(lambda: refresh_rollup(session, dataset, kind=kind))
     print(f"{dataset}: {result.describe()}")

@@ -30,6 +30,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history.forecast.backtest.spark_buckets import newest_values
 from spark_history.hourly_rollup import hour_end
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
@@ -80,9 +81,6 @@ def _struct(side: str, names: tuple[str, ...]) -> Column:
 
 def _newest_reads(configs: DataFrame) -> DataFrame:
     """Per topic, date and hour of ``configReadAt``, the newest read's row."""
-    values = [name for name in configs.columns if name not in (*CONFIG_KEYS, "configReadAt")]
+    values = tuple(name for name in configs.columns if name not in CONFIG_KEYS)
     hourly = configs.withColumn("hourEnd", hour_end(F.col("configReadAt")))
-    return hourly.groupBy(*CONFIG_KEYS, "hourEnd").agg(
-        F.max("configReadAt").alias("configReadAt"),
-        *(F.max_by(name, "configReadAt").alias(name) for name in values),
-    )
+    return hourly.groupBy(*CONFIG_KEYS, "hourEnd").agg(*newest_values(values, "configReadAt"))
