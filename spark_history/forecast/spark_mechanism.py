@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
@@ -31,7 +32,7 @@ from spark_history.forecast.conformal_bands import Calibration
 from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
 from spark_history.forecast.spark_trend import hourly_envelope
-from spark_history.forecast.trend import ForecastParams
+from spark_history.forecast.trend import ForecastParams, Trend, trend_class
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, TOPIC
 
 
@@ -76,6 +77,30 @@ def rolled_up_window(usage: DataFrame, at: datetime, params: ForecastParams) -> 
     return volume_rows
 
 
+def volume_trends(hourly: DataFrame, params: ForecastParams) -> DataFrame:
+    """Per volume of the hourly envelope ``hourly``, its trend at ``at`` (``trendClass``:
+    growing, flat, shrinking; null without enough data), as the trend forecast classes it
+    (``trend.trend_class`` on the bucket means): the class of the mechanism's band."""
+
+    def per_volume(envelope: pd.DataFrame) -> pd.DataFrame:
+        trend = trend_class(
+            envelope["meanHours"].to_numpy(dtype=np.float64),
+            envelope["meanConsumed"].to_numpy(dtype=np.float64),
+            params,
+        )
+        first = envelope.iloc[0]
+        return pd.DataFrame(
+            {
+                "brokerId": [int(first["brokerId"])],
+                "volumeName": [str(first["volumeName"])],
+                "trendClass": [None if trend is None else trend.value],
+            }
+        )
+
+    schema = "brokerId int, volumeName string, trendClass string"
+    return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, schema)
+
+
 def mechanism_calibration(
     usage: DataFrame,
     snapshots: DataFrame,
@@ -84,6 +109,7 @@ def mechanism_calibration(
     rollup: DataFrame | None = None,
     *,
     volume_rows: DataFrame | None = None,
+    hourly: DataFrame | None = None,
 ) -> Calibration:
     """The calibration of the mechanism's band, as the trend's is calibrated: every volume's
     mechanism forecast at past origins of the lookback window, scored against its hourly
@@ -92,12 +118,13 @@ def mechanism_calibration(
     the configs to their changes, of which every volume's group receives its own topics'; the
     envelope comes from ``rollup`` (the hourly rollup of ``snapshots``) where it can
     (``spark_trend.hourly_envelope``); ``volume_rows``: :func:`rolled_up_window`, when the
-    caller has it."""
+    caller has it, and ``hourly`` the envelope."""
     if volume_rows is None:
         volume_rows = rolled_up_window(usage, at, params)
     _, config_rows = usage_buckets(usage, params.bucket_seconds, at)
     configs = config_changes(config_rows).toPandas()
-    hourly = hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds, rollup)
+    if hourly is None:
+        hourly = _envelope(snapshots, at, params, rollup)
     zero = at.timestamp()
 
     def per_volume(envelope: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -132,18 +159,24 @@ def mechanism_volumes(
     # Read once for the calibration and the forecast: the window's usage is the report's
     # largest read, and rolled up it is a row per topic and bucket.
     volumes = rolled_up_window(usage, at, params).cache()
-    calibration = mechanism_calibration(usage, snapshots, at, params, rollup, volume_rows=volumes)
+    # Read for the calibration and for each volume's trend, the class of its band.
+    hourly = _envelope(snapshots, at, params, rollup).cache()
+    calibration = mechanism_calibration(
+        usage, snapshots, at, params, rollup, volume_rows=volumes, hourly=hourly
+    )
     lookback_seconds = params.lookback_hours * params.bucket_seconds
     horizon_hours, bucket_seconds = params.horizon_hours, params.bucket_seconds
     rate_window_hours = params.fit_hours
-    joined = volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left").join(
-        newest_snapshots(snapshots, at, lookback_seconds / 3600.0),
-        ["brokerId", "volumeName"],
-        "left",
+    key = ["brokerId", "volumeName"]
+    joined = (
+        volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left")
+        .join(newest_snapshots(snapshots, at, lookback_seconds / 3600.0), key, "left")
+        .join(volume_trends(hourly, params), key, "left")
     )
     origin = pd.Timestamp(at).tz_convert("UTC")
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
+        trend = frame["trendClass"].iloc[0]
         return mechanism_group(
             frame,
             origin,
@@ -151,9 +184,16 @@ def mechanism_volumes(
             bucket_seconds,
             rate_window_hours,
             calibration=calibration,
+            trend=None if pd.isna(trend) else Trend(trend),
         )
 
     return joined.groupBy("brokerId", "volumeName").applyInPandas(per_volume, MECHANISM_SCHEMA)
+
+
+def _envelope(
+    snapshots: DataFrame, at: datetime, params: ForecastParams, rollup: DataFrame | None
+) -> DataFrame:
+    return hourly_envelope(snapshots, at, params.lookback_hours, params.bucket_seconds, rollup)
 
 
 def topic_series(usage: DataFrame, at: datetime, days: float = 7.0) -> pd.DataFrame:

@@ -45,6 +45,7 @@ __all__ = [
     "forecast_hourly",
     "hour_bucket",
     "hourly_means",
+    "trend_class",
     "trend_of",
 ]
 
@@ -76,6 +77,14 @@ def trend_of(line: TrendLine) -> Trend:
     if line.high < 0:
         return Trend.SHRINKING
     return Trend.FLAT
+
+
+def trend_class(mean_hours: FloatArray, means: FloatArray, params: ForecastParams) -> Trend | None:
+    """The trend of the bucket means (``mean_hours`` relative to ``at``, <= 0): growing, flat
+    or shrinking, the class both forecasts' bands are calibrated by; None without
+    ``min_hours_of_data`` of history."""
+    line = fitted_line(mean_hours, means, params)
+    return None if line is None else trend_of(line)
 
 
 def fitted_line(

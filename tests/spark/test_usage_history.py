@@ -22,7 +22,7 @@ from spark_history.forecast.spark_mechanism import (
     mechanism_calibration,
     mechanism_volumes,
 )
-from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
+from spark_history.forecast.vocabulary import ForecastParams, Trend
 from spark_history.history_input import load_history
 from spark_history.hourly_rollup import hourly_rollup
 from spark_history.ingest import JsonlSource
@@ -237,10 +237,13 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
     calibration = mechanism_calibration(usage, history, at, params)
     # The lookback is the last 168 h: buckets -167..0 from `at`. Origins every 6 h once 72 h
     # lie behind: -96, -90, ..., -6; at 24 h those at or before -24 score, 13 per volume.
-    assert calibration.counts[MECHANISM, 24.0] == 2 * 13
+    # Both volumes grow steadily: every error is of the growing trend's class.
+    growing = Trend.GROWING.value
+    assert {name for name, _ in calibration.counts} == {growing}
+    assert calibration.counts[growing, 24.0] == 2 * 13
     # At 72 h only -96..-72 score, 10 errors: a 90 % band needs 19 for both sides.
-    assert calibration.counts[MECHANISM, 72.0] == 2 * 5
-    assert calibration.horizons(MECHANISM) == [6.0, 24.0]
+    assert calibration.counts[growing, 72.0] == 2 * 5
+    assert calibration.horizons(growing) == [6.0, 24.0]
     # From the hourly rollup (`at` is on the hour), with no raw row: the same calibration.
     rolled = mechanism_calibration(usage, history.limit(0), at, params, hourly_rollup(history))
     assert rolled.counts == calibration.counts
@@ -255,7 +258,9 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
             row["hoursToCapacityLow"] - 0.25 <= row["hoursToCapacity"] <= row["hoursToCapacityHigh"]
         )
         assert row["hoursToCapacityHigh"] - row["hoursToCapacityLow"] < 2.0
-        assert str(row["band"]).startswith("split-conformal 90% band, calibrated to 24 h")
+        assert str(row["band"]).startswith(
+            "split-conformal 90% band, growing trend, calibrated to 24 h"
+        )
 
     # The report's backtest panel scores the mechanism beside the lines (at its few origins, 8
     # a volume, too few errors to calibrate a band); both volumes grow by what `logs` writes.

@@ -115,7 +115,10 @@ def test_without_usage_the_trend_is_the_forecast() -> None:
 
 def test_the_mechanisms_band_replaces_the_trends() -> None:
     trend = pd.DataFrame([trend_row(0, "growing", 400.0), trend_row(1, "growing", 90.0)])
-    band = "split-conformal 90% band, calibrated to 72 h by the mechanism's fleet backtests"
+    band = (
+        "split-conformal 90% band, growing trend, calibrated to 72 h by the mechanism's "
+        "fleet backtests"
+    )
     mechanism = pd.DataFrame(
         [
             mechanism_row(0, 48.0, hoursToCapacityLow=40.0, hoursToCapacityHigh=60.0, band=band),

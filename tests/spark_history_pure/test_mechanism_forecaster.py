@@ -17,7 +17,8 @@ from spark_history.forecast.backtest.rolling_origin import (
     History,
     Prediction,
 )
-from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
+from spark_history.forecast.conformal_bands import Calibration
+from spark_history.forecast.vocabulary import ForecastParams, Trend
 from spark_history.usage_documents import usage_rows, usage_verdict
 from tests.spark_history_pure.usage_factory import GB, encoded, growing_buckets, growing_cluster
 
@@ -69,7 +70,8 @@ def test_at_an_origin_it_gives_the_unbounded_topics_fill_time() -> None:
     # limit is 900 GB; logs grows at 1 MB/s = 3.6 GB/h and capped stays at its 10 GB bound.
     consumed = 300 * GB + 11.5 * HOUR * 1e6
     expected_hours = (900 * GB - consumed) / (HOUR * 1e6)
-    assert prediction.trend == MECHANISM
+    # 12 buckets span 11 h, under the trend's 12 h minimum: no class, so no band either.
+    assert prediction.trend is None
     assert prediction.crossing is not None
     assert abs(prediction.crossing - expected_hours) < 0.5
     assert prediction.used_at(0) == consumed
@@ -120,6 +122,33 @@ def test_a_bounded_volume_does_not_fill_however_long_the_horizon() -> None:
     assert prediction.used_at(24 * 60) <= prediction.used_at(0) + 10 * GB
 
 
+def test_its_band_is_calibrated_on_the_errors_of_its_trend_class() -> None:
+    def band_with(trend: Trend) -> tuple[float, float | None] | None:
+        horizons = (6.0, 24.0, 72.0, 240.0)
+        calibration = Calibration(0.9, {(trend.value, h): (-0.01, 0.01) for h in horizons})
+        forecaster = mechanism_forecaster(
+            usage_frame(24), PARAMS, Fallback().forecaster(), calibration=calibration
+        )
+        prediction = forecaster.predict(history_at(24))
+        assert prediction.trend == Trend.GROWING  # the volume grows steadily
+        return prediction.band
+
+    growing = band_with(Trend.GROWING)
+    crossing = prediction_crossing(24)
+    assert growing is not None
+    assert crossing is not None
+    early, late = growing
+    assert late is not None
+    assert early < crossing < late
+    # The flat volumes' errors say nothing of a growing one: no band.
+    assert band_with(Trend.FLAT) is None
+
+
+def prediction_crossing(hours: int) -> float | None:
+    forecaster = mechanism_forecaster(usage_frame(hours), PARAMS, Fallback().forecaster())
+    return forecaster.predict(history_at(hours)).crossing
+
+
 def test_a_volume_keeps_only_its_own_topics_configs_and_forecasts_the_same() -> None:
     usage = usage_frame(12)
     configs = usage[usage["kind"] == "config"]
@@ -166,7 +195,7 @@ def test_its_calibration_scores_its_level_at_each_origin_and_horizon() -> None:
     # Buckets -199..0: origins -128, -122, ..., -2; a horizon h is scored where origin + h <= 0.
     counts = samples.groupby("horizonHours").size().to_dict()
     assert counts == {6.0: 21, 24.0: 18, 72.0: 10}
-    assert set(samples["trend"]) == {MECHANISM}
+    assert set(samples["trend"]) == {Trend.GROWING}
     # The volume grows by exactly what `logs` writes: the mechanism's level errs by less than a
     # survey's rounding (1 GB of 1000 GB).
     assert samples["error"].abs().max() < 1e-3

@@ -9,7 +9,7 @@ import pandas as pd
 
 from spark_history.forecast.conformal_bands import Calibration
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS, mechanism_group
-from spark_history.forecast.vocabulary import MECHANISM
+from spark_history.forecast.vocabulary import Trend
 from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, usage_rows, usage_verdict
 from tests.spark_history_pure.usage_factory import GB, encoded, growing_cluster
 
@@ -87,34 +87,49 @@ def test_a_volume_without_a_snapshot_says_so() -> None:
 
 
 def _calibration(horizons: tuple[float, ...], error: float) -> Calibration:
-    """Level bounds of +-``error`` (fraction of capacity) at ``horizons``."""
-    return Calibration(0.9, {(MECHANISM, h): (-error, error) for h in horizons})
+    """Level bounds of +-``error`` (fraction of capacity) at ``horizons``, of growing volumes."""
+    return Calibration(0.9, {(Trend.GROWING.value, h): (-error, error) for h in horizons})
+
+
+def _banded(calibration: Calibration, trend: Trend | None = Trend.GROWING) -> pd.Series:
+    """The forecast row of the frame's volume, whose trend is ``trend``."""
+    return mechanism_group(
+        _joined_frame(), pd.Timestamp(AT), 60 * 24.0, 3600, calibration=calibration, trend=trend
+    ).iloc[0]
 
 
 def test_its_band_is_the_calibrated_level_band_along_its_path() -> None:
     calibration = _calibration((6.0, 24.0, 72.0, 240.0), 0.01)
-    result = mechanism_group(
-        _joined_frame(), pd.Timestamp(AT), 60 * 24.0, 3600, calibration=calibration
-    ).iloc[0]
+    result = _banded(calibration)
     # The path: 343.2 GB + 3.6 GB/h. +-10 GB of 1000 GB: full when 656.8 GB -+ 10 GB are written.
     assert abs(result["hoursToCapacityLow"] - (656.8e9 - 10 * GB) / 3.6e9) < 0.5
     assert abs(result["hoursToCapacityHigh"] - (656.8e9 + 10 * GB) / 3.6e9) < 0.5
     assert result["hoursToCapacityLow"] < result["hoursToCapacity"]
     assert result["hoursToCapacity"] < result["hoursToCapacityHigh"]
-    assert result["band"].startswith("split-conformal 90% band, calibrated to 240 h")
+    assert result["band"] == (
+        "split-conformal 90% band, growing trend, calibrated to 240 h by the mechanism's fleet "
+        "backtests"
+    )
     assert pd.isna(result["reason"])
 
 
 def test_past_its_calibrated_horizons_the_late_side_is_open_and_says_so() -> None:
     calibration = _calibration((6.0, 24.0, 72.0), 0.01)
-    result = mechanism_group(
-        _joined_frame(), pd.Timestamp(AT), 60 * 24.0, 3600, calibration=calibration
-    ).iloc[0]
+    result = _banded(calibration)
     # Past 72 h the upper bound grows with time (0.01 x h / 72 of capacity); no lower bound.
     early = 656.8e9 / (3.6e9 + 0.01 * 1000 * GB / 72)
     assert abs(result["hoursToCapacityLow"] - early) < 0.5
     assert pd.isna(result["hoursToCapacityHigh"])
     assert result["band"].endswith("open on its late side")
+
+
+def test_the_band_is_calibrated_on_the_volumes_of_its_trend() -> None:
+    growing_only = _calibration((6.0, 24.0, 72.0, 240.0), 0.01)
+    for trend in (Trend.FLAT, None):  # another class's errors, or no class: no band
+        result = _banded(growing_only, trend)
+        assert not pd.isna(result["hoursToCapacity"])
+        assert pd.isna(result["hoursToCapacityLow"])
+        assert result["band"] is None
 
 
 def test_without_a_calibration_there_is_no_band() -> None:

@@ -14,6 +14,7 @@ from spark_history.forecast.trend import (
     Trend,
     forecast_hourly,
     hourly_means,
+    trend_class,
 )
 
 CAPACITY = 1_000_000.0
@@ -77,6 +78,20 @@ def test_idle_and_shrinking_volumes_do_not_fill() -> None:
     assert shrinking.trend is Trend.SHRINKING
     assert shrinking.hours_to_full is None
     assert idle.slope_low <= 0 <= idle.slope_high
+
+
+def test_the_trend_class_is_the_forecasts_trend_and_none_without_enough_data() -> None:
+    hours = _minutes(5)
+    noise = np.random.default_rng(4).normal(0, 2_000.0, hours.size)
+    params = ForecastParams()
+    classes = set()
+    for consumed in (500_000.0 + noise, 500_000.0 + 500.0 * hours + noise, 500_000.0 - hours):
+        means = hourly_means(hours, consumed)
+        classes.add(trend_class(*means, params))
+        assert trend_class(*means, params) is forecast_hourly(*means, CAPACITY, params).trend
+    assert classes == {Trend.FLAT, Trend.GROWING, Trend.SHRINKING}
+    short = _minutes(0.25)
+    assert trend_class(*hourly_means(short, 1000.0 * short), params) is None
 
 
 def test_beyond_the_horizon_there_is_no_fill_time() -> None:

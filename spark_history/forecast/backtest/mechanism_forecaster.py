@@ -26,6 +26,7 @@ from spark_history.forecast.conformal_bands import Calibration, FloatArray, path
 from spark_history.forecast.envelope import bucket_series, calibration_config, calibration_frame
 from spark_history.forecast.mechanism.projection import project_volume
 from spark_history.forecast.mechanism.usage_frame import volume_history
+from spark_history.forecast.trend import trend_class
 from spark_history.forecast.vocabulary import MECHANISM, ForecastParams
 from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
@@ -113,11 +114,13 @@ def mechanism_forecaster(
         def used(hours: FloatArray) -> FloatArray:
             return np.array([path.at(h * width) for h in hours], dtype=np.float64)
 
+        # The volume's trend at the origin classes the band, as it classes the trend's.
+        trend = trend_class(history.mean_hours, history.means, params)
         band = None
-        if calibration is not None and forecast.fill_seconds is not None:
+        if calibration is not None and forecast.fill_seconds is not None and trend is not None:
             band = path_crossing_band(
                 calibration,
-                MECHANISM,
+                trend.value,
                 path=used,
                 limit=history.limit,
                 capacity=history.capacity,
@@ -128,7 +131,7 @@ def mechanism_forecaster(
             intercept=level,
             slope=path.at(width) - level,
             band=band,
-            trend=MECHANISM,
+            trend=None if trend is None else trend.value,
             path=lambda hours: path.at(hours * width),
         )
 
@@ -139,7 +142,8 @@ def mechanism_calibration_group(
     hourly: pd.DataFrame, usage: pd.DataFrame, params: ForecastParams, zero_seconds: float
 ) -> pd.DataFrame:
     """The calibration set of the mechanism's band on one volume (``envelope.CALIBRATION_COLUMNS``
-    rows labelled ``mechanism``): its level errors at the origins and horizons of
+    rows labelled with the volume's trend at their origin, ``trend.trend_class``): its level
+    errors at the origins and horizons of
     ``envelope.calibration_config``, its series the hourly envelope ``hourly`` (buckets counted
     from ``zero_seconds``), its usage and the cluster's configs ``usage``. Origins where the
     window holds none of its topics give none; never raises for the volume's data."""

@@ -8,7 +8,7 @@ row (null columns when none was read) and every row with the volume's newest sna
 ``bucket_seconds`` as the trend forecast counts them (``--history-bucket``).
 ``hoursToHardLimit`` is when the volume reaches its hard limit (where the cluster pauses);
 ``hoursToCapacity`` when it would be full, the trend forecast's ``hoursToFull``; with a
-calibration (the mechanism's own backtest errors on the fleet,
+calibration (the mechanism's own backtest errors on the fleet's volumes of the same trend,
 ``spark_mechanism.mechanism_calibration``), ``hoursToCapacityLow`` and ``hoursToCapacityHigh``
 are that time's split-conformal band (``conformal_bands.path_crossing_band`` on the projected
 path; ``High`` empty when the late side is open) and ``band`` names it.
@@ -32,7 +32,7 @@ from spark_history.forecast.mechanism.projection import (
     project_volume,
 )
 from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
-from spark_history.forecast.vocabulary import MECHANISM
+from spark_history.forecast.vocabulary import Trend
 from spark_history.usage_documents import CONFIG_VALUE_COLUMNS, OTHER, TOPIC
 
 MECHANISM_SCHEMA = (
@@ -152,9 +152,11 @@ def mechanism_group(
     rate_window_hours: float = math.inf,
     *,
     calibration: Calibration | None = None,
+    trend: Trend | None = None,
 ) -> pd.DataFrame:
     """The mechanism forecast row of the one volume whose rows are ``frame`` (its fill time's
-    band from ``calibration``, when given and calibrated)."""
+    band from ``calibration``'s errors of the volumes whose trend was ``trend``, when both are
+    given and that class is calibrated)."""
     latest = frame.sort_values("surveyedAt").iloc[-1]
     row: dict[str, Any] = {
         "brokerId": int(latest["brokerId"]),
@@ -167,7 +169,8 @@ def mechanism_group(
             row["reason"] = "no snapshot of the volume in the lookback window"
         else:
             window = (horizon_hours, bucket_seconds, rate_window_hours)
-            row.update(_forecast_fields(frame, at, window, calibration))
+            banding = None if calibration is None or trend is None else (calibration, trend)
+            row.update(_forecast_fields(frame, at, window, banding))
     except Exception as error:  # one volume's data must not stop the job
         row["reason"] = f"{type(error).__name__}: {error}"[:_MAX_REASON]
     return pd.DataFrame([{column: row.get(column) for column in MECHANISM_COLUMNS}])
@@ -177,9 +180,10 @@ def _forecast_fields(
     frame: pd.DataFrame,
     at: pd.Timestamp,
     window: tuple[float, float, float],
-    calibration: Calibration | None,
+    banding: tuple[Calibration, Trend] | None,
 ) -> dict[str, Any]:
-    """``window``: the horizon, the bucket width and the rate window (hours, s, hours)."""
+    """``window``: the horizon, the bucket width and the rate window (hours, s, hours);
+    ``banding``: the calibration and the volume's trend class."""
     horizon_hours, bucket_seconds, rate_window_hours = window
     volume = volume_history(frame, at)
     horizon_seconds = horizon_hours * bucket_seconds
@@ -187,8 +191,8 @@ def _forecast_fields(
     fill = forecast.fill_seconds
     full = crossing_seconds(forecast.path, volume.capacity, horizon_seconds)
     band = None
-    if calibration is not None and full is not None:
-        band = _band(forecast.path, volume.capacity, horizon_hours, bucket_seconds, calibration)
+    if banding is not None and full is not None:
+        band = _band(forecast.path, volume.capacity, horizon_hours, bucket_seconds, banding)
     return {
         "capacity": int(volume.capacity),
         "consumed": int(volume.consumed),
@@ -197,7 +201,7 @@ def _forecast_fields(
         "hoursToCapacity": math.nan if full is None else full / bucket_seconds,
         "hoursToCapacityLow": math.nan if band is None else band[0],
         "hoursToCapacityHigh": math.nan if band is None or band[1] is None else band[1],
-        "band": _band_label(band, calibration),
+        "band": None if banding is None else _band_label(band, *banding),
         "drivers": describe_drivers(forecast),
         "prevention": describe_prevention(forecast),
         "topics": len(volume.topics),
@@ -211,16 +215,18 @@ def _band(
     capacity: float,
     horizon_hours: float,
     bucket_seconds: float,
-    calibration: Calibration,
+    banding: tuple[Calibration, Trend],
 ) -> tuple[float, float | None] | None:
-    """The split-conformal band on when ``path`` reaches ``capacity`` (hours of buckets)."""
+    """The split-conformal band on when ``path`` reaches ``capacity`` (hours of buckets), from
+    the calibration's errors of the volume's trend class."""
+    calibration, trend = banding
 
     def used(hours: np.ndarray) -> np.ndarray:
         return np.array([path.at(h * bucket_seconds) for h in hours], dtype=np.float64)
 
     return path_crossing_band(
         calibration,
-        MECHANISM,
+        trend.value,
         path=used,
         limit=capacity,
         capacity=capacity,
@@ -229,13 +235,13 @@ def _band(
 
 
 def _band_label(
-    band: tuple[float, float | None] | None, calibration: Calibration | None
+    band: tuple[float, float | None] | None, calibration: Calibration, trend: Trend
 ) -> str | None:
-    if band is None or calibration is None:
+    if band is None:
         return None
-    horizons = calibration.horizons(MECHANISM)
+    horizons = calibration.horizons(trend.value)
     label = (
-        f"split-conformal {100 * calibration.coverage:g}% band, calibrated to "
-        f"{horizons[-1]:g} h by the mechanism's fleet backtests"
+        f"split-conformal {100 * calibration.coverage:g}% band, {trend.value} trend, "
+        f"calibrated to {horizons[-1]:g} h by the mechanism's fleet backtests"
     )
     return label + ("; open on its late side" if band[1] is None else "")
