@@ -117,9 +117,21 @@ def hourly_rollup(rows: DataFrame) -> DataFrame:
 def merge_hours(rollup: DataFrame) -> DataFrame:
     """One row per volume and hour from rollup rows (the partials of one hour, from different
     date partitions, combined); the rollup's columns without ``date``."""
+    return _merged(rollup, ("brokerId", "volumeName", "hourEnd")).drop("date")
+
+
+def extend_rollup(rollup: DataFrame, rows: DataFrame) -> DataFrame:
+    """The rollup of the raw rows ``rollup`` was computed from and of ``rows`` (volume rows),
+    from ``rollup`` and ``rows`` alone: ``rows`` rolled up, and each hour's partials of the
+    same date merged."""
+    partials = rollup.select(*ROLLUP_COLUMNS).unionByName(hourly_rollup(rows))
+    return _merged(partials, ("brokerId", "volumeName", "hourEnd", "date"))
+
+
+def _merged(rollup: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     names = [target for _, target in _LAST_FIELDS]
     newest = F.struct(*[F.col(name) for name in names])
-    grouped = rollup.groupBy("brokerId", "volumeName", "hourEnd").agg(
+    grouped = rollup.groupBy(*keys).agg(
         F.sum("samples").alias("samples"),
         F.min("firstAt").alias("firstAt"),
         F.max("lastAt").alias("lastAt"),
@@ -132,7 +144,7 @@ def merge_hours(rollup: DataFrame) -> DataFrame:
         F.max("maxCapacity").alias("maxCapacity"),
         F.max_by(newest, "lastAt").alias("newest"),
     )
-    return _columns(grouped).drop("date")
+    return _columns(grouped)
 
 
 def _columns(grouped: DataFrame) -> DataFrame:

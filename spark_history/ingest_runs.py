@@ -131,8 +131,9 @@ def _ingest(
 
 
 def _refresh_rollup(session: SparkSession, dataset: str, kind: RollupKind) -> None:
-    """Recompute the hourly rollup (the snapshots' or the usage's) of the dates the ingest
-    touched (and any other stale one)."""
+    """Bring the hourly rollup (the snapshots' or the usage's) of the dates the ingest
+    touched (and any other stale one) up to date: extended with the files appended to a date,
+    recomputed where files were replaced or the date is new."""
     from spark_history.rollup_store import refresh_rollup
     from spark_history.session import step
 

@@ -15,9 +15,15 @@ one. Readers read only the rollup files of manifests whose raw file list is the 
 lists now: a date whose raw partition changed since (an ingest appended a file) is **stale**,
 and so is a date without a manifest (never computed, or a refresh that crashed before its
 manifest). A stale date is never read from the rollup: the analyses compute its hours from the
-raw rows in the run (:func:`load_rollup`), and the next :func:`refresh_rollup` recomputes it.
-Files a crashed refresh left in a date directory are unlisted, so unread, and deleted by the
-next refresh.
+raw rows in the run (:func:`load_rollup`), and the next :func:`refresh_rollup` brings it up to
+date. When the date only gained raw files (an ingest appends; ``rollup_manifests.compare``),
+the refresh reads the date's stored rollup and the new files only, and extends the rollup
+with them (``RollupKind.extend``: every rollup column is an aggregate that the rollup of the
+old rows and the new rows determines); otherwise it recomputes the date from all its raw
+rows. An hourly ingest therefore costs the new hour's rows and a read of the day's rollup,
+not a read of the whole day. The new rollup files replace the old ones only when the new
+manifest is written. Files a crashed refresh left in a date directory are unlisted, so unread,
+and deleted by the next refresh.
 
 ``history ingest`` refreshes after its run (and after ``--compact-min-files``); the compaction
 rewrites a date's files without changing its rows, so it moves a valid manifest to the new
@@ -27,7 +33,6 @@ files (:func:`restamp`) instead of recomputing.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -39,10 +44,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history import sink_log, storage
-from spark_history.hourly_rollup import ROLLUP_COLUMNS, hourly_rollup
+from spark_history.hourly_rollup import ROLLUP_COLUMNS, extend_rollup, hourly_rollup
+from spark_history.rollup_manifests import Manifest, RollupState, compare
 from spark_history.snapshot_rows import VOLUME_ROW_COLUMNS
 from spark_history.usage_documents import USAGE_ROW_COLUMNS
-from spark_history.usage_rollup import usage_rollup
+from spark_history.usage_rollup import extend_usage_rollup, usage_rollup
 
 ROLLUP_DIR = "_rollup/hourly"
 MANIFEST_DIR = "_manifests"
@@ -53,64 +59,24 @@ DATE_PREFIX = "date="
 @dataclass(frozen=True, slots=True)
 class RollupKind:
     """What a dataset's rollup is: its name in messages, the raw columns it is computed from,
-    how, and its columns."""
+    how, its columns, and how a stored rollup takes in raw rows appended since (``extend``:
+    the stored rows and the new raw rows to the rollup of all)."""
 
     name: str
     raw_columns: tuple[str, ...]
     compute: Callable[[DataFrame], DataFrame]
     columns: tuple[str, ...]
+    extend: Callable[[DataFrame, DataFrame], DataFrame]
 
 
-SNAPSHOTS = RollupKind("hourly rollup", VOLUME_ROW_COLUMNS, hourly_rollup, ROLLUP_COLUMNS)
+SNAPSHOTS = RollupKind(
+    "hourly rollup", VOLUME_ROW_COLUMNS, hourly_rollup, ROLLUP_COLUMNS, extend_rollup
+)
 """The snapshot history's: a row per volume and hour (``hourly_rollup``)."""
-USAGE = RollupKind("hourly usage rollup", USAGE_ROW_COLUMNS, usage_rollup, USAGE_ROW_COLUMNS)
+USAGE = RollupKind(
+    "hourly usage rollup", USAGE_ROW_COLUMNS, usage_rollup, USAGE_ROW_COLUMNS, extend_usage_rollup
+)
 """The usage history's: its rows an hourly analysis reads (``usage_rollup``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Manifest:
-    """What one date's rollup was computed from, and where it is."""
-
-    date: str
-    raw_files: tuple[str, ...]
-    """The raw partition's files, as the dataset's log listed them, sorted."""
-    rollup_files: tuple[str, ...]
-    """The rollup's files of the date (URIs), sorted."""
-    rows: int
-    """Rollup rows of the date."""
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "date": self.date,
-                "rawFiles": list(self.raw_files),
-                "rollupFiles": list(self.rollup_files),
-                "rows": self.rows,
-            },
-            indent=1,
-        )
-
-    @staticmethod
-    def from_json(text: str) -> Manifest:
-        data = json.loads(text)
-        return Manifest(
-            date=str(data["date"]),
-            raw_files=tuple(str(path) for path in data["rawFiles"]),
-            rollup_files=tuple(str(path) for path in data["rollupFiles"]),
-            rows=int(data["rows"]),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RollupState:
-    """The rollup of a dataset against its raw partitions now."""
-
-    valid: dict[str, Manifest]
-    """Dates whose manifest matches the raw partition: their rollup files are read."""
-    stale: tuple[str, ...]
-    """Dates with raw files and no matching manifest: computed from raw."""
-    gone: tuple[str, ...]
-    """Dates with a manifest and no raw files any more."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +84,16 @@ class RefreshResult:
     dates: tuple[str, ...]
     rows: int
     name: str = SNAPSHOTS.name
+    extended: tuple[str, ...] = ()
+    """Of ``dates``, those extended with their new raw files only."""
 
     def describe(self) -> str:
         if not self.dates:
             return f"{self.name} up to date"
-        return f"{self.name} of {len(self.dates)} date(s) recomputed ({self.rows} rows)"
+        recomputed = len(self.dates) - len(self.extended)
+        parts = [f"{recomputed} date(s) recomputed"] if recomputed else []
+        parts += [f"{len(self.extended)} extended with new files"] if self.extended else []
+        return f"{self.name}: {', '.join(parts)} ({self.rows} rows)"
 
 
 def rollup_root(dataset_root: str) -> str:
@@ -148,19 +119,6 @@ def listed_by_date(session: SparkSession, root: str) -> dict[str, tuple[str, ...
     return {date: tuple(sorted(set(paths))) for date, paths in sorted(files.items())}
 
 
-def compare(listed: dict[str, tuple[str, ...]], manifests: Iterable[Manifest]) -> RollupState:
-    """Pure: which dates' rollups match their raw partitions."""
-    known = {manifest.date: manifest for manifest in manifests}
-    valid = {
-        date: manifest
-        for date, manifest in known.items()
-        if listed.get(date) == tuple(sorted(manifest.raw_files))
-    }
-    stale = tuple(date for date in listed if date not in valid)
-    gone = tuple(date for date in known if date not in listed)
-    return RollupState(valid, stale, gone)
-
-
 def read_manifests(session: SparkSession, root: str) -> list[Manifest]:
     directory = storage.join(rollup_root(root), MANIFEST_DIR)
     return [
@@ -183,23 +141,28 @@ def refresh_rollup(
     *,
     kind: RollupKind = SNAPSHOTS,
 ) -> RefreshResult:
-    """Recompute the rollup (of ``kind``) of every stale date of ``dataset`` from its raw rows,
-    drop the rollup of dates no longer in the dataset, and delete what a crashed refresh
-    left."""
+    """Bring the rollup (of ``kind``) of every stale date of ``dataset`` up to date: a date
+    whose raw files were only added to since its rollup (an ingest appended) is extended with
+    the new files' rows, read with its stored rollup and nothing else; any other stale date is
+    recomputed from all its raw rows. Drop the rollup of dates no longer in the dataset, and
+    delete what a crashed refresh left."""
     root = storage.qualified(session, dataset)
     listed = listed_by_date(session, root)
     state = compare(listed, read_manifests(session, root))
     hourly = rollup_root(root)
-    _drop_unlisted(session, hourly, state.valid)
+    _drop_unlisted(session, hourly, {**state.valid, **state.appended})
     for date in state.gone:
         _remove_date(session, hourly, date)
     if not state.stale:
         return RefreshResult((), 0, kind.name)
-    print(f"[history] {kind.name}: recomputing {len(state.stale)} date(s)", file=stream)
+    print(
+        f"[history] {kind.name}: {len(state.stale)} date(s) to refresh, "
+        f"{len(state.appended)} of them by extension",
+        file=stream,
+    )
     raw = {date: listed[date] for date in state.stale}
     staging = storage.join(hourly, f"{STAGING_DIR}/{uuid.uuid4().hex}")
-    read = [path for paths in raw.values() for path in paths]
-    rollup = kind.compute(_raw_rows(session, root, read, kind.raw_columns))
+    rollup = _refreshed(session, root, kind, state, raw)
     rollup.repartition("date").write.partitionBy("date").parquet(staging)
     counts = {}
     if storage.any_file(session, staging, ".parquet"):  # none when the dates hold tombstones only
@@ -208,7 +171,40 @@ def refresh_rollup(
     for date, files in raw.items():
         _install(session, hourly, staging, Manifest(date, files, (), counts.get(date, 0)))
     storage.delete(session, storage.join(hourly, STAGING_DIR), recursive=True)
-    return RefreshResult(state.stale, sum(counts.values()), kind.name)
+    return RefreshResult(state.stale, sum(counts.values()), kind.name, tuple(state.appended))
+
+
+def _refreshed(
+    session: SparkSession,
+    root: str,
+    kind: RollupKind,
+    state: RollupState,
+    raw: dict[str, tuple[str, ...]],
+) -> DataFrame:
+    """The new rollup rows of the stale dates, whose raw files are ``raw``."""
+    whole = [path for date, paths in raw.items() if date not in state.appended for path in paths]
+    parts = [kind.compute(_raw_rows(session, root, whole, kind.raw_columns))] if whole else []
+    if state.appended:
+        added = [
+            path
+            for date, manifest in state.appended.items()
+            for path in sorted(set(raw[date]) - set(manifest.raw_files))
+        ]
+        stored = [uri for manifest in state.appended.values() for uri in manifest.rollup_files]
+        old = _stored_rows(session, rollup_root(root), stored, kind)
+        parts.append(kind.extend(old, _raw_rows(session, root, added, kind.raw_columns)))
+    frame = parts[0]
+    for part in parts[1:]:
+        frame = frame.unionByName(part)
+    return frame
+
+
+def _stored_rows(
+    session: SparkSession, hourly: str, files: Sequence[str], kind: RollupKind
+) -> DataFrame:
+    """The stored rollup rows of ``files`` (URIs a manifest lists), ``date`` included."""
+    paths = [storage.glob_escape(unquote(uri)) for uri in files]
+    return session.read.option("basePath", hourly).parquet(*paths).select(*kind.columns)
 
 
 def _raw_rows(
@@ -357,10 +353,7 @@ def load_rollup(
     ]
     if files:
         hourly = rollup_root(storage.qualified(session, path))
-        stored = session.read.option("basePath", hourly).parquet(
-            *[storage.glob_escape(unquote(uri)) for uri in files]
-        )
-        parts.append(stored.select(*kind.columns))
+        parts.append(_stored_rows(session, hourly, files, kind))
     if not parts:
         return kind.compute(rows.limit(0))
     frame = parts[0]

@@ -52,6 +52,13 @@ def usage_rollup(rows: DataFrame) -> DataFrame:
     return surveys.select(*columns).unionByName(configs.select(*columns))
 
 
+def extend_usage_rollup(rollup: DataFrame, rows: DataFrame) -> DataFrame:
+    """The rollup of the raw rows ``rollup`` was computed from and of ``rows``, from ``rollup``
+    and ``rows`` alone: an hour's oldest and newest surveys (and newest config read) over both
+    are among the rollup's and ``rows``', so the rollup of their union is that rollup."""
+    return usage_rollup(rollup.select(*rows.columns).unionByName(rows))
+
+
 def _ends(surveys: DataFrame, order: str) -> DataFrame:
     """The oldest and the newest row of every series and hour (one row when they are one).
 

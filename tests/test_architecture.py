@@ -81,6 +81,7 @@ PURE_MODULES = (
     "spark_history/fleet_planning",
     "spark_history/decision_replay",
     "spark_history/override_history",
+    "spark_history/rollup_manifests",
     "spark_history/prometheus",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""

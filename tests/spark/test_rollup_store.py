@@ -18,6 +18,7 @@ from spark_history.commands import main
 from spark_history.history_input import load_history
 from spark_history.hourly_rollup import ROLLUP_COLUMNS, hourly_rollup, window_hours
 from spark_history.ingest import JsonlSource, run_ingest
+from spark_history.rollup_manifests import Manifest
 from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
@@ -88,10 +89,10 @@ def test_two_ingests_leave_the_rollup_of_the_whole_dataset(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _ingest_command(tmp_path, 0)
-    assert "hourly rollup of 2 date(s) recomputed" in capsys.readouterr().out
+    assert "hourly rollup: 2 date(s) recomputed" in capsys.readouterr().out
     raw_rows = load_history(spark, _dataset(tmp_path)).count()
     _ingest_command(tmp_path, 1)  # 00:40 to 02:30: only the second day changes
-    assert "hourly rollup of 1 date(s) recomputed" in capsys.readouterr().out
+    assert "hourly rollup: 1 extended with new files" in capsys.readouterr().out
 
     state = rollup_store.rollup_state(spark, _dataset(tmp_path))
     assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
@@ -136,7 +137,7 @@ def test_a_refresh_that_crashed_is_never_read_and_the_next_one_repairs_it(
     _ingest_command(tmp_path, 0)
     _ingest_only(spark, tmp_path, 1)
 
-    def crash(session: SparkSession, hourly: str, manifest: rollup_store.Manifest) -> None:
+    def crash(session: SparkSession, hourly: str, manifest: Manifest) -> None:
         raise OSError("simulated crash before the manifest")
 
     monkeypatch.setattr(rollup_store, "_write_manifest", crash)
@@ -144,9 +145,10 @@ def test_a_refresh_that_crashed_is_never_read_and_the_next_one_repairs_it(
         rollup_store.refresh_rollup(spark, _dataset(tmp_path))
     monkeypatch.undo()
 
-    # The second day's new file is on disk, listed by no manifest (its old one, stale, was
-    # deleted first).
+    # The second day's new file is on disk beside its old one, listed by no manifest (the
+    # old manifest, stale, still lists the old file).
     assert _unlisted_rollup_files(spark, tmp_path) == ["date=2026-11-22"]
+    assert len(_rollup_files_on_disk(tmp_path)) == 3
     assert rollup_store.rollup_state(spark, _dataset(tmp_path)).stale == ("2026-11-22",)
     _assert_rollup_of_everything(spark, tmp_path)
 
@@ -156,6 +158,29 @@ def test_a_refresh_that_crashed_is_never_read_and_the_next_one_repairs_it(
     assert _unlisted_rollup_files(spark, tmp_path) == []
     assert not (tmp_path / "dataset" / rollup_store.ROLLUP_DIR / rollup_store.STAGING_DIR).exists()
     _assert_rollup_of_everything(spark, tmp_path)
+
+
+def test_an_appended_date_is_extended_without_reading_its_older_raw_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    _ingest_command(tmp_path, 0)
+    older = sorted((tmp_path / "dataset" / "date=2026-11-22").glob("*.parquet"))
+    _ingest_only(spark, tmp_path, 1)  # the second day gains a file; not refreshed
+    rows = load_history(spark, _dataset(tmp_path))
+    expected = _table(hourly_rollup(rows))  # computed from every raw row, before the damage
+    # A refresh that read the second day's older raw file would fail on it now.
+    for path in older:
+        path.write_bytes(b"not a parquet file at all")
+        path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+
+    result = rollup_store.refresh_rollup(spark, _dataset(tmp_path))
+    assert (result.dates, result.extended) == (("2026-11-22",), ("2026-11-22",))
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    assert state.stale == ()
+    stored = rollup_store.load_rollup(spark, _dataset(tmp_path), rows.limit(0))
+    pd.testing.assert_frame_equal(_table(stored), expected, check_dtype=False)
+    assert len(_rollup_files_on_disk(tmp_path)) == 2
+    assert _unlisted_rollup_files(spark, tmp_path) == []
 
 
 def test_the_stored_rollup_is_read_with_its_date_partitions_pruned(

@@ -204,10 +204,14 @@ def _assert_stored_rollup_of_everything(spark: SparkSession, work: Path) -> None
 
 
 def test_the_ingest_keeps_the_usage_rollup_and_the_compaction_keeps_it_valid(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _ingest(tmp_path, (0, 1))  # 22:00 to 23:00 on the 21st
+    capsys.readouterr()
     _ingest(tmp_path, (1, 3))  # to 01:00 on the 22nd: both dates grow
+    # The 21st gained a file: its stored rollup is extended; the 22nd is new: computed.
+    said = capsys.readouterr().out
+    assert "hourly usage rollup: 1 date(s) recomputed, 1 extended with new files" in said
     state = rollup_store.rollup_state(spark, str(tmp_path / "dataset"))
     assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
     _assert_stored_rollup_of_everything(spark, tmp_path)
