@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -58,12 +57,6 @@ class Standalone:
     logs: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYSPARK")}
     env.pop("PYTHONPATH", None)
@@ -76,41 +69,58 @@ def _alive_workers(ui_port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
             return int(json.load(answer).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError):  # not serving yet, or not yet serving JSON
         return 0
+
+
+def _logged(log: Path, pattern: str, process: subprocess.Popen[bytes], deadline: float) -> str:
+    """The first group of ``pattern`` once ``process`` has written it to ``log``."""
+    while (found := re.search(pattern, log.read_text(errors="replace"))) is None:
+        assert time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+        assert process.poll() is None, log.read_text(errors="replace")[-2000:]
+        time.sleep(0.5)
+    return found.group(1)
 
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     logs = tmp_path_factory.mktemp("standalone")
-    port, ui_port, worker_ui = _free_port(), _free_port(), _free_port()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     processes: list[subprocess.Popen[bytes]] = []
+    deadline = time.monotonic() + START_TIMEOUT
     try:
+        # Port 0 everywhere: each service binds a port of the kernel's choosing and logs it.
+        # A port picked here and bound later can be taken meanwhile by another suite, and a
+        # Spark service then moves to the next port while we would ask the other process.
         with (logs / "master.log").open("wb") as log:
             processes.append(
                 subprocess.Popen(
                     [spark_class, "org.apache.spark.deploy.master.Master", "--host",
-                     "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port)],
+                     "127.0.0.1", "--port", "0", "--webui-port", "0"],
                     stdout=log, stderr=subprocess.STDOUT, env=_environment(),
                 )
             )  # fmt: skip
+        master = processes[0]
+        url = _logged(
+            logs / "master.log", r"Starting Spark master at (spark://\S+)", master, deadline
+        )
+        ui_port = int(
+            _logged(logs / "master.log", r"service 'MasterUI' on port (\d+)", master, deadline)
+        )
         with (logs / "worker.log").open("wb") as log:
             processes.append(
                 subprocess.Popen(
-                    [spark_class, "org.apache.spark.deploy.worker.Worker",
-                     f"spark://127.0.0.1:{port}", "--cores", "2", "--memory", "2g",
-                     "--host", "127.0.0.1", "--webui-port", str(worker_ui),
-                     "--work-dir", str(logs / "work")],
+                    [spark_class, "org.apache.spark.deploy.worker.Worker", url,
+                     "--cores", "2", "--memory", "2g", "--host", "127.0.0.1",
+                     "--webui-port", "0", "--work-dir", str(logs / "work")],
                     stdout=log, stderr=subprocess.STDOUT, env=_environment(),
                 )
             )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
         while _alive_workers(ui_port) < 1:
             assert time.monotonic() < deadline, (logs / "worker.log").read_text()[-2000:]
             assert all(process.poll() is None for process in processes)
             time.sleep(1.0)
-        yield Standalone(f"spark://127.0.0.1:{port}", logs)
+        yield Standalone(url, logs)
     finally:
         for process in processes:
             process.terminate()
