@@ -50,6 +50,15 @@ class AnalysisSettings(HistorySettings):
             "HOURS",
         ),
     )
+    calibration_volumes: int = Field(
+        2000,
+        ge=1,
+        **help_text(
+            "at most N volumes, a fixed sample by a hash of their name, calibrate the "
+            "forecast's bands with their backtests (a larger fleet costs no more)",
+            "N",
+        ),
+    )
 
 
 class ReplaySettings(HistoryConcern):

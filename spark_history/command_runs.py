@@ -259,6 +259,7 @@ def _forecast_params(settings: AnalysisSettings) -> ForecastParams:
         horizon_hours=settings.horizon_days * 24.0,
         retired_after_hours=settings.retired_after_hours,
         bucket_seconds=settings.history_bucket,
+        calibration_volumes=settings.calibration_volumes,
     )
 
 

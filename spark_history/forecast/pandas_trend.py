@@ -1,7 +1,8 @@
 """The same forecast in one process with pandas: the benchmark's reference, and a parity check.
 
 Same hourly envelope (grouped max per volume and hour) and the same per-volume function
-(``envelope.forecast_group``) as the Spark job, without Spark.
+(``envelope.forecast_group``) as the Spark job, without Spark. The band is calibrated on every
+volume: the same as the job's while the fleet is within ``ForecastParams.calibration_volumes``.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from spark_history.forecast.backtest.spark_buckets import (
 from spark_history.forecast.conformal_bands import Calibration
 from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
-from spark_history.forecast.spark_trend import hourly_envelope
+from spark_history.forecast.spark_trend import hourly_envelope, sampled_volumes
 from spark_history.forecast.trend import ForecastParams, Trend, trend_class
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, TOPIC
 
@@ -101,7 +101,11 @@ def volume_trends(hourly: DataFrame, params: ForecastParams) -> DataFrame:
     return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, schema)
 
 
-def mechanism_calibration(
+KEYED_CALIBRATION_SCHEMA = f"brokerId int, volumeName string, {CALIBRATION_SCHEMA}"
+"""A backtest error of the mechanism, and the volume it was measured on."""
+
+
+def mechanism_calibration_samples(
     usage: DataFrame,
     snapshots: DataFrame,
     at: datetime,
@@ -110,13 +114,14 @@ def mechanism_calibration(
     *,
     volume_rows: DataFrame | None = None,
     hourly: DataFrame | None = None,
-) -> Calibration:
-    """The calibration of the mechanism's band, as the trend's is calibrated: every volume's
-    mechanism forecast at past origins of the lookback window, scored against its hourly
-    envelope (``mechanism_forecaster.mechanism_calibration_group``), the errors pooled on the
-    driver. The usage is rolled up to the buckets first (``spark_buckets.usage_buckets``), and
-    the configs to their changes, of which every volume's group receives its own topics'; the
-    envelope comes from ``rollup`` (the hourly rollup of ``snapshots``) where it can
+) -> DataFrame:
+    """The backtest errors that calibrate the mechanism's band (:data:`KEYED_CALIBRATION_SCHEMA`),
+    as the trend's are measured: the mechanism forecast of a sample of the volumes with usage
+    (``spark_trend.sampled_volumes``) at past origins of the lookback window, scored against
+    its hourly envelope (``mechanism_forecaster.mechanism_calibration_group``). The usage is
+    rolled up to the buckets first (``spark_buckets.usage_buckets``), and the configs to their
+    changes, of which every volume's group receives its own topics'; the envelope comes from
+    ``rollup`` (the hourly rollup of ``snapshots``) where it can
     (``spark_trend.hourly_envelope``); ``volume_rows``: :func:`rolled_up_window`, when the
     caller has it, and ``hourly`` the envelope."""
     if volume_rows is None:
@@ -127,15 +132,38 @@ def mechanism_calibration(
         hourly = _envelope(snapshots, at, params, rollup)
     zero = at.timestamp()
 
-    def per_volume(envelope: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    def per_volume(
+        volume: tuple[int, str], envelope: pd.DataFrame, rows: pd.DataFrame
+    ) -> pd.DataFrame:
         usage_rows = with_own_configs(rows, configs) if len(rows) else rows
-        return mechanism_calibration_group(envelope, usage_rows, params, zero)
+        errors = mechanism_calibration_group(envelope, usage_rows, params, zero)
+        return errors.assign(brokerId=volume[0], volumeName=volume[1])
 
     key = ["brokerId", "volumeName"]
-    samples = (
-        hourly.groupBy(*key)
-        .cogroup(volume_rows.groupBy(*key))
-        .applyInPandas(per_volume, CALIBRATION_SCHEMA)
+    # The sample is drawn from the volumes with usage: the others calibrate nothing.
+    chosen = F.broadcast(sampled_volumes(volume_rows, params.calibration_volumes))
+    return (
+        hourly.join(chosen, key, "left_semi")
+        .groupBy(*key)
+        .cogroup(volume_rows.join(chosen, key, "left_semi").groupBy(*key))
+        .applyInPandas(per_volume, KEYED_CALIBRATION_SCHEMA)
+    )
+
+
+def mechanism_calibration(
+    usage: DataFrame,
+    snapshots: DataFrame,
+    at: datetime,
+    params: ForecastParams,
+    rollup: DataFrame | None = None,
+    *,
+    volume_rows: DataFrame | None = None,
+    hourly: DataFrame | None = None,
+) -> Calibration:
+    """The calibration of the mechanism's band: :func:`mechanism_calibration_samples` pooled
+    on the driver."""
+    samples = mechanism_calibration_samples(
+        usage, snapshots, at, params, rollup, volume_rows=volume_rows, hourly=hourly
     )
     return calibration_of(samples.toPandas(), params)
 

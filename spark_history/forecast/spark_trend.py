@@ -100,6 +100,22 @@ def with_retirements(
     return hourly.join(F.broadcast(latest), "brokerId", "left")
 
 
+def sampled_volumes(frame: DataFrame, volumes: int) -> DataFrame:
+    """The keys of at most ``volumes`` of the volumes of ``frame``: the first in the order of a
+    hash of their key, so the same volumes from run to run while the fleet keeps them. The
+    choice does not depend on the volumes' data, so their backtest errors are a fair draw of
+    the fleet's (what split conformal asks of a calibration set), and their quantiles are as
+    good as the sample is large, whatever the fleet's size."""
+    key = ["brokerId", "volumeName"]
+    return frame.select(*key).distinct().orderBy(F.xxhash64(*key), *key).limit(volumes)
+
+
+def calibration_sample(frame: DataFrame, volumes: int) -> DataFrame:
+    """The rows of ``frame`` of its :func:`sampled_volumes`."""
+    chosen = F.broadcast(sampled_volumes(frame, volumes))
+    return frame.join(chosen, ["brokerId", "volumeName"], "left_semi")
+
+
 def forecast_volumes(
     rows: DataFrame,
     at: datetime,
@@ -125,10 +141,12 @@ def forecast_volumes(
     def volume_samples(frame: pd.DataFrame) -> pd.DataFrame:
         return calibration_group(frame, params)
 
-    # The band's calibration: every volume's backtest errors, pooled on the driver (a few
-    # dozen numbers per volume), then given to every volume's forecast.
-    samples = hourly.groupBy("brokerId", "volumeName").applyInPandas(
-        volume_samples, CALIBRATION_SCHEMA
+    # The band's calibration: the backtest errors of a sample of the volumes, pooled on the
+    # driver (a few dozen numbers per volume), then given to every volume's forecast.
+    samples = (
+        calibration_sample(hourly, params.calibration_volumes)
+        .groupBy("brokerId", "volumeName")
+        .applyInPandas(volume_samples, CALIBRATION_SCHEMA)
     )
     calibration = calibration_of(samples.toPandas(), params)
 

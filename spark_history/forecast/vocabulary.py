@@ -60,6 +60,10 @@ class ForecastParams:
     """Hours between the past origins whose errors calibrate the band."""
     calibration_horizons_hours: tuple[float, ...] = (6.0, 24.0, 72.0)
     """The horizons at which those errors are measured (each within the lookback)."""
+    calibration_volumes: int = 2000
+    """At most this many volumes calibrate each band: a fixed sample, by a hash of their key
+    (``spark_trend.sampled_volumes``). A quantile's error shrinks with the sample's size,
+    not the fleet's, so a larger fleet calibrates at the sample's cost."""
     full_free_fraction: float = 0.001
     """A volume whose newest snapshot has at most this fraction of capacity free is full."""
     retired_after_hours: float = 24.0

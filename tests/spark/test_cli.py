@@ -211,6 +211,7 @@ COMPACT = ["compact", "--dataset", "{input}"]
         ([*FORECAST, "--lookback-days", "-1"], "--lookback-days", "greater than 0"),
         ([*FORECAST, "--retired-after-hours", "x"], "--retired-after-hours", "valid number"),
         ([*FORECAST, "--horizon-days", "inf"], "--horizon-days", "finite number"),
+        ([*REPORT, "--calibration-volumes", "0"], "--calibration-volumes", "greater than or"),
         ([*FORECAST, "--at", "2026-11-22"], "--at", "has no offset"),
         ([*FORECAST, "--mechanism-output", "m.csv"], "--usage-dataset", "needs --usage-dataset"),
         ([*REPORT, "--soft-grid", "5,101"], "--soft-grid", "less than or equal to 100"),

@@ -8,11 +8,17 @@ from typing import cast
 import numpy as np
 import pandas as pd
 import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history import synthetic
 from spark_history.forecast.pandas_trend import forecast_volumes_pandas
 from spark_history.forecast.predict_linear import predict_linear_hours
-from spark_history.forecast.spark_trend import forecast_volumes
+from spark_history.forecast.spark_trend import (
+    calibration_sample,
+    forecast_volumes,
+    sampled_volumes,
+)
 from spark_history.forecast.trend import ForecastParams
 
 from .conftest import RowsFactory
@@ -77,6 +83,39 @@ def test_spark_and_pandas_forecasts_agree(make_rows: RowsFactory) -> None:
     for column in ("hoursToFull", "hoursToFullLow", "hoursToFullHigh"):
         np.testing.assert_allclose(left[column], right[column], rtol=1e-9)
     assert left["hoursToFullLow"].notna().any()  # 12 volumes of 5 days calibrate a band
+    # Calibrated by one volume's backtests (8 origins of 5 days), too few errors for a 90 %
+    # band: no volume gets one.
+    one = forecast_volumes(make_rows(rows), config.at, ForecastParams(calibration_volumes=1))
+    assert one.toPandas()["hoursToFullLow"].isna().all()
+
+
+def _keys(frame: DataFrame) -> set[tuple[int, str]]:
+    return {(row["brokerId"], row["volumeName"]) for row in frame.collect()}
+
+
+def test_the_calibration_sample_is_a_fixed_draw_of_the_fleet(spark: SparkSession) -> None:
+    volumes = [(broker, f"/v{number}") for broker in range(8) for number in range(4)]
+    rows = spark.createDataFrame(
+        [(broker, name, bucket) for broker, name in volumes for bucket in range(3)],
+        "brokerId int, volumeName string, bucket int",
+    )
+    chosen = _keys(sampled_volumes(rows, 10))
+    assert len(chosen) == 10
+    assert chosen <= set(volumes)
+    # Not the first by name: the draw spreads over the brokers.
+    assert len({broker for broker, _ in chosen}) > 3, chosen
+    # The same draw from the rows in another order and partitioning.
+    shuffled = rows.orderBy(F.rand(seed=3)).repartition(5)
+    assert _keys(sampled_volumes(shuffled, 10)) == chosen
+    # A volume outside the draw leaving the fleet changes nothing.
+    broker, name = next(volume for volume in volumes if volume not in chosen)
+    fewer = rows.where((F.col("brokerId") != broker) | (F.col("volumeName") != name))
+    assert _keys(sampled_volumes(fewer, 10)) == chosen
+    # Every row of the chosen volumes and no other; a fleet within the size: all of it.
+    sample = calibration_sample(rows, 10)
+    assert sample.count() == 10 * 3
+    assert _keys(sample.select("brokerId", "volumeName")) == chosen
+    assert calibration_sample(rows, len(volumes)).count() == rows.count()
 
 
 def test_beats_predict_linear_on_a_mixed_set() -> None:

@@ -249,6 +249,19 @@ def test_the_mechanism_band_is_calibrated_on_the_fleets_own_past(
     assert rolled.counts == calibration.counts
     for key, bounds in calibration.bounds.items():
         assert list(rolled.bounds[key]) == pytest.approx(list(bounds)), key
+    # Calibrated by one volume: its own errors, those of one broker's usage and history.
+    one = mechanism_calibration(usage, history, at, ForecastParams(calibration_volumes=1))
+    assert one.counts[growing, 24.0] == 13
+    alone = [
+        mechanism_calibration(
+            usage.where(F.col("brokerId") == broker),
+            history.where(F.col("brokerId") == broker),
+            at,
+            params,
+        )
+        for broker in (0, 1)
+    ]
+    assert any(own.bounds == one.bounds and own.counts == one.counts for own in alone)
     rows = mechanism_volumes(usage, history, at, params).toPandas()
     assert len(rows) == 2
     for row in rows.to_dict("records"):
