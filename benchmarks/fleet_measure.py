@@ -35,8 +35,9 @@ weekly growth's ``growth_weeks + 1`` = 5 weeks; every read prunes date partition
 
 
 CALIBRATING_STEPS = frozenset({"forecast", "topics and headroom"})
-"""Steps that calibrate a band at past origins of every volume's lookback window (the trend's
-and the mechanism's): besides the rows they read, a forecast per volume and origin."""
+"""Steps that calibrate a band at past origins of the lookback window of a sample of the volumes
+(the trend's and the mechanism's): besides the rows they read, a forecast per sampled volume and
+origin."""
 
 
 def calibration_origins(days: float, params: ForecastParams | None = None) -> int:
@@ -180,13 +181,15 @@ def _stage_units(
     """A step's work: (rows it reads, volumes, volume-origins it calibrates). The rows are the
     volume plus usage rows in its window (a step not in :data:`STAGE_WINDOW_DAYS` is taken to
     read the whole history; one that reads no history, none), at ``run``'s rows per volume and
-    day; volume-origins only for :data:`CALIBRATING_STEPS`."""
+    day; volume-origins only for :data:`CALIBRATING_STEPS`, of at most
+    ``ForecastParams.calibration_volumes`` volumes (the sample that calibrates the bands)."""
     count = run.volumes if volumes is None else volumes
     history = run.days if days is None else days
     window = STAGE_WINDOW_DAYS.get(stage, history)
     per_day = (run.volume_rows_per_day + run.usage_rows_per_day) * count / run.volumes
     rows = 0.0 if window is None else rows_read(per_day, history, window)
-    origins = count * calibration_origins(history) if stage in CALIBRATING_STEPS else 0
+    calibrating = min(count, ForecastParams().calibration_volumes)
+    origins = calibrating * calibration_origins(history) if stage in CALIBRATING_STEPS else 0
     return rows, float(count), float(origins)
 
 

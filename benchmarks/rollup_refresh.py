@@ -38,6 +38,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from benchmarks.fleet_datasets import FleetShape, write_fleet, write_sink_log
+from benchmarks.local_spark import local_session
 from benchmarks.machine import describe_machine
 from spark_history import sink_log
 
@@ -204,17 +205,7 @@ def main() -> None:
     arguments = parser.parse_args()
     arguments.workdir.mkdir(parents=True, exist_ok=True)
     print(describe_machine(), flush=True)
-    from pyspark.sql import SparkSession  # noqa: PLC0415
-
-    session = (
-        SparkSession.builder.master(f"local[{arguments.cores}]")
-        .config("spark.driver.memory", arguments.driver_memory)
-        .config("spark.sql.shuffle.partitions", str(4 * arguments.cores))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session(arguments.cores, arguments.driver_memory)
     try:
         result = measure(
             session, arguments.workdir, arguments.brokers, arguments.volumes_per_broker

@@ -151,6 +151,20 @@ def test_a_calibrating_step_adds_its_cost_per_volume_and_origin_to_its_line() ->
     assert target["balance"] == pytest.approx(1000 * 7.0)
 
 
+def test_past_the_calibration_sample_a_larger_fleet_calibrates_no_more() -> None:
+    sample = ForecastParams().calibration_volumes
+
+    def seconds(volumes: int, days: float) -> float:
+        rows = 1000.0 * volumes / 10 * min(days, 7.0)
+        return 5.0 + rows / 1000.0 + 0.01 * min(volumes, sample) * calibration_origins(days)
+
+    sizes = [(10, 1.0), (10, 3.0), (40, 1.0), (10, 10.0)]
+    runs = [Measured(v, d, 100.0 * v, 0.0, {"forecast": seconds(v, d)}) for v, d in sizes]
+    for volumes in (sample, 10 * sample):
+        target = extrapolate(runs, volumes=volumes, days=90.0)
+        assert target["forecast"] == pytest.approx(seconds(volumes, 90.0))
+
+
 def test_each_run_left_out_is_predicted_by_the_others() -> None:
     # 3 s fixed, 1 s per 1000 rows, 0.02 s per volume; 4 runs, so any 3 give the model.
     def seconds(volumes: int, days: float) -> float:
