@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -182,6 +183,11 @@ class CallbackLog:
 
     def applied(self, state: QuotaState) -> bool:
         return self.seen(f"decision {state.value}")
+
+    def last_applied(self) -> QuotaState | None:
+        """The state of the last decision the callback applied, from the whole log."""
+        found = re.findall(rb"\bdecision (OPEN|THROTTLE|PAUSE)\b", self.path.read_bytes())
+        return QuotaState(found[-1].decode()) if found else None
 
     def seen(self, text: str) -> bool:
         """Whether ``text`` was logged since the mark."""

@@ -131,18 +131,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CertCluster]:
             observer.start()
             for path in (own_file, others_file):
                 wait_for_decision(path, f"{path.name} OPEN", is_open, 90)
-            probe.start()
-            yield CertCluster(
-                kafka,
-                base,
-                tls,
-                sidecar,
-                observer,
-                own,
-                others,
-                CallbackLog(kafka.broker_log(0)),
-                probe,
+            # The callback polls the file: it may still apply the sidecar's first decision
+            # (PAUSE, its data missing) after the file says OPEN. A test starts once it
+            # applied OPEN, so that a PAUSE logged during the test is the test's.
+            callback_log = CallbackLog(kafka.broker_log(0))
+            wait_for(
+                "the callback to apply OPEN",
+                lambda: callback_log.last_applied() is QuotaState.OPEN,
+                30,
             )
+            probe.start()
+            yield CertCluster(kafka, base, tls, sidecar, observer, own, others, callback_log, probe)
         finally:
             probe.stop()
             own.stop()
