@@ -65,8 +65,22 @@ def ingest_rate(seconds: FloatArray, values: FloatArray) -> IngestRate:
     if times.size < 2:
         return IngestRate(0.0, 0, int(times.size))
     rebuilt, drops = undeleted_series(times, series)
-    if times.size > MAX_POINTS:
-        chosen = np.unique(np.linspace(0, times.size - 1, MAX_POINTS).round().astype(np.int64))
-        times, rebuilt = times[chosen], rebuilt[chosen]
-    slope = theil_sen(times, rebuilt).slope
+    slope = theil_sen(*_thinned(times, rebuilt)).slope
     return IngestRate(max(slope, 0.0), drops, int(series.size))
+
+
+def net_growth_rate(seconds: FloatArray, values: FloatArray) -> float:
+    """The net growth of ``values`` at ``seconds``, bytes per second: their Theil-Sen slope, 0
+    when they fall or with fewer than two points (a longer series than :data:`MAX_POINTS` is
+    thinned evenly first)."""
+    if seconds.size < 2:
+        return 0.0
+    return max(theil_sen(*_thinned(seconds, values)).slope, 0.0)
+
+
+def _thinned(seconds: FloatArray, values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """At most :data:`MAX_POINTS` of the points, evenly spread, the first and last kept."""
+    if seconds.size <= MAX_POINTS:
+        return seconds, values
+    chosen = np.unique(np.linspace(0, seconds.size - 1, MAX_POINTS).round().astype(np.int64))
+    return seconds[chosen], values[chosen]

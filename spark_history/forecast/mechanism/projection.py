@@ -5,9 +5,10 @@ and ``unattributedBytes``), the topics' configs, and the volume's snapshot at th
 (capacity, consumed, the hard limit's threshold in free bytes):
 
 1. each topic of the latest survey gets its write rate (``ingest_rate``) and its path, capped
-   at its retention bound (``topic_path``);
+   at its retention bound (``topic_path``); a topic compacted without delete has no bound and
+   grows at its net growth (``net_growth_rate``: compaction reclaims what is rewritten);
 2. the rest (``other`` plus ``unattributedBytes``) grows at the Theil-Sen slope of its own
-   series, 0 when that falls;
+   series, 0 when that falls (``net_growth_rate``);
 
    both rates read the last ``rate_window_seconds`` of the series only (the history job uses
    the trend's 72 h window: three daily cycles, and a step in a topic's rate counts fully once
@@ -29,12 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from spark_history.forecast.mechanism.ingest_rate import ingest_rate
+from spark_history.forecast.mechanism.ingest_rate import ingest_rate, net_growth_rate
 from spark_history.forecast.mechanism.prevention import Prevention, preventions
 from spark_history.forecast.mechanism.topic_config import config_from_values
 from spark_history.forecast.mechanism.topic_path import TopicPath, TopicState, topic_path
 from spark_history.forecast.mechanism.volume_path import VolumePath, crossing_seconds
-from spark_history.forecast.robust_trend import theil_sen
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -92,28 +92,29 @@ class MechanismForecast:
 
 
 def topic_state(history: TopicHistory, rate_window_seconds: float = math.inf) -> TopicState:
-    """The topic at the origin, with its write rate from its own series over the last
-    ``rate_window_seconds`` (bytes outside the transient dirs) and its configs."""
+    """The topic at the origin, with the rate its bytes accumulate at, from its own series over
+    the last ``rate_window_seconds`` (bytes outside the transient dirs), and its configs.
+
+    That rate is the write rate (``ingest_rate``: the falls are retention's deletions, which
+    the bound accounts for), except for a topic compacted without delete: the cleaner's falls
+    are space reclaimed for good, and only new keys accumulate, so its rate is the net growth of
+    its bytes (``net_growth_rate``), about 0 for a topic that rewrites the same keys."""
     recent = history.seconds >= -rate_window_seconds
-    written = history.bytes - history.transient_bytes
-    rate = ingest_rate(history.seconds[recent], written[recent])
+    seconds, written = history.seconds[recent], (history.bytes - history.transient_bytes)[recent]
     config = None if history.config is None else config_from_values(history.config)
+    if config is not None and "delete" not in config.cleanup_policy:
+        rate = net_growth_rate(seconds, written)
+    else:
+        rate = ingest_rate(seconds, written).bytes_per_second
     return TopicState(
         topic=history.topic,
         bytes=int(history.bytes[-1]),
         partitions=history.partitions,
         active_segment_bytes=history.active_segment_bytes,
         transient_bytes=int(history.transient_bytes[-1]),
-        rate=rate.bytes_per_second,
+        rate=rate,
         config=config,
     )
-
-
-def rest_rate(seconds: FloatArray, values: FloatArray) -> float:
-    """The rest's growth, bytes per second: its Theil-Sen slope, 0 when it falls."""
-    if seconds.size < 2:
-        return 0.0
-    return max(theil_sen(seconds, values).slope, 0.0)
 
 
 def project_volume(
@@ -123,7 +124,7 @@ def project_volume(
     states = {history.topic: topic_state(history, rate_window_seconds) for history in volume.topics}
     paths = tuple(topic_path(state) for state in states.values())
     recent = volume.rest_seconds >= -rate_window_seconds
-    rest = rest_rate(volume.rest_seconds[recent], volume.rest_bytes[recent])
+    rest = net_growth_rate(volume.rest_seconds[recent], volume.rest_bytes[recent])
     path = VolumePath(volume.consumed, paths, rest)
     limit = volume.capacity - volume.hard_threshold_bytes
     fill = crossing_seconds(path, limit, horizon_seconds)
