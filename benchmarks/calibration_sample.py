@@ -12,7 +12,8 @@ with its hourly rollups), read as ``history report`` reads it, in Spark local mo
    errors of the same volumes.
 2. The sample's band is scored on the volumes **outside** it: per trend and horizon, the share
    of their errors between the sample's bounds (nominal 90 %; a side left open is not
-   covering), beside the bounds of the whole fleet's band.
+   covering), beside the bounds of the whole fleet's band, and beside the band the same sample
+   gives pooled over the trends (one per horizon: what the split by trend is against).
 3. The trend forecast (``spark_trend.forecast_volumes``, its calibration and the forecast), timed
    with the sample calibrating it and with every volume.
 
@@ -43,6 +44,7 @@ from spark_history.forecast.vocabulary import ForecastParams
 
 AT = synthetic.HistoryConfig().at
 VOLUMES_PER_BROKER = 16
+POOLED = "pooled"
 
 
 def _timed(run: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, float]:
@@ -149,6 +151,15 @@ def compare(full: pd.DataFrame, part: pd.DataFrame) -> dict[str, Any]:
     params = ForecastParams()
     every, sample = calibration_of(full, params), calibration_of(part, params)
     coverage = held_out_coverage(outside, dict(sample.bounds))
+    # The same sample's errors in one band per horizon, whatever the trend: what the class
+    # split is against.
+    pooled = calibration_of(part.assign(trend=POOLED), params)
+    pooled_bounds = {
+        (trend, horizon): pooled.bounds[POOLED, horizon]
+        for trend, horizon in every.counts
+        if (POOLED, horizon) in pooled.bounds
+    }
+    pooled_coverage = held_out_coverage(outside, pooled_bounds)
     rows = [
         {
             "trend": trend,
@@ -161,6 +172,8 @@ def compare(full: pd.DataFrame, part: pd.DataFrame) -> dict[str, Any]:
             "boundsEvery": list(every.bounds.get((trend, horizon), (math.nan, math.nan))),
             "boundsSample": list(sample.bounds.get((trend, horizon), (math.nan, math.nan))),
             "coverageOutside": coverage.get((trend, horizon), math.nan),
+            "boundsPooled": list(pooled_bounds.get((trend, horizon), (math.nan, math.nan))),
+            "coveragePooledOutside": pooled_coverage.get((trend, horizon), math.nan),
         }
         for trend, horizon in sorted(every.counts)
     ]
@@ -186,16 +199,20 @@ def report(result: dict[str, Any]) -> str:
         f"({seconds['trendEvery'] / seconds['trendSample']:.1f}x)",
         "",
         "| trend | horizon h | errors (all / sample / outside) | band, every volume, % of "
-        "capacity | band, the sample | sample's band covers outside |",
-        "|---|---|---|---|---|---|",
+        "capacity | band, the sample | sample's band covers outside | the sample's band "
+        "pooled over trends | pooled covers outside |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in result["bands"]:
-        every = ", ".join(f"{100 * bound:+.2f}" for bound in row["boundsEvery"])
-        sample = ", ".join(f"{100 * bound:+.2f}" for bound in row["boundsSample"])
+        every, sample, pooled = (
+            ", ".join(f"{100 * bound:+.2f}" for bound in row[name])
+            for name in ("boundsEvery", "boundsSample", "boundsPooled")
+        )
         lines.append(
             f"| {row['trend']} | {row['horizonHours']:g} | {row['errorsEvery']} / "
             f"{row['errorsSample']} / {row['errorsOutside']} | {every} | {sample} | "
-            f"{100 * row['coverageOutside']:.1f} % |"
+            f"{100 * row['coverageOutside']:.1f} % | {pooled} | "
+            f"{100 * row['coveragePooledOutside']:.1f} % |"
         )
     return "\n".join(lines)
 

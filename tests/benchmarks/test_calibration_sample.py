@@ -30,6 +30,23 @@ def test_coverage_is_the_share_between_the_bounds_and_none_for_an_open_side() ->
     assert math.isnan(shares[("flat", 24.0)])  # no band at all
 
 
+def test_the_pooled_band_is_scored_on_each_trend_apart() -> None:
+    # Flat volumes err by 0, growing ones by 0 to 0.38: pooled, the band spans both, and it
+    # holds every flat error outside the sample, while the flat band alone is [0, 0].
+    full = _errors(
+        [(volume, "v", "flat", 6.0, 0.0) for volume in range(40)]
+        + [(volume, "w", "growing", 6.0, volume / 100.0) for volume in range(40)]
+    )
+    part = full[full["brokerId"] % 2 == 0]
+    rows = {row["trend"]: row for row in compare(full, part)["bands"]}
+    assert rows["flat"]["boundsSample"] == [0.0, 0.0]
+    low, high = rows["flat"]["boundsPooled"]
+    assert low == 0.0
+    assert high > 0.3
+    assert rows["flat"]["coveragePooledOutside"] == 1.0
+    assert rows["growing"]["coveragePooledOutside"] < 1.0
+
+
 def test_the_sample_is_checked_against_the_fleets_errors_and_scored_outside_it() -> None:
     full = _errors([(volume, "v", "growing", 6.0, volume / 100.0) for volume in range(40)])
     part = full[full["brokerId"] < 20]
@@ -38,8 +55,9 @@ def test_the_sample_is_checked_against_the_fleets_errors_and_scored_outside_it()
     (row,) = result["bands"]
     assert (row["errorsEvery"], row["errorsSample"], row["errorsOutside"]) == (40, 20, 20)
     # The sample's errors run 0 to 0.19 and the volumes outside it 0.20 to 0.39: no error
-    # outside falls between the sample's bounds.
+    # outside falls between the sample's bounds. One trend: pooled, the same band.
     assert row["coverageOutside"] == 0.0
+    assert row["boundsPooled"] == row["boundsSample"]
     tampered = part.assign(error=part["error"] + 1.0)
     with pytest.raises(SystemExit, match="not the fleet run's errors"):
         compare(full, tampered)
