@@ -15,6 +15,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+from spark_history import hourly_rollup
 from spark_history.broker_samples import window_rows
 
 OUTLIER_Z = 3.5
@@ -38,9 +39,18 @@ BALANCE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def latest_volumes(rows: DataFrame, at: datetime, lookback_hours: float | None) -> DataFrame:
+def latest_volumes(
+    rows: DataFrame, at: datetime, lookback_hours: float | None, rollup: DataFrame | None = None
+) -> DataFrame:
     """Each volume's latest snapshot at or before ``at``, of the volumes seen in the lookback
-    (its date partitions only are read)."""
+    (its date partitions only are read); from ``rollup`` (the hourly rollup of ``rows``) where
+    its hours are the window's (``hourly_rollup.serves``)."""
+    if (
+        rollup is not None
+        and lookback_hours is not None
+        and hourly_rollup.serves(at, lookback_hours)
+    ):
+        return hourly_rollup.newest_per_volume(rollup, at, lookback_hours, ("consumed", "capacity"))
     return (
         window_rows(rows, at, lookback_hours)
         .groupBy("brokerId", "volumeName")
@@ -62,10 +72,12 @@ def balance(
     at: datetime,
     min_scale_percent: float = DEFAULT_MIN_SCALE_PERCENT,
     lookback_hours: float | None = DEFAULT_LOOKBACK_HOURS,
+    rollup: DataFrame | None = None,
 ) -> DataFrame:
-    """Per volume: robust z of used % within its broker, and of its broker across brokers."""
+    """Per volume: robust z of used % within its broker, and of its broker across brokers
+    (``rollup``: as for :func:`latest_volumes`)."""
     latest = (
-        latest_volumes(rows, at, lookback_hours)
+        latest_volumes(rows, at, lookback_hours, rollup)
         .where(F.col("capacity") > 0)
         .withColumn("usedPercent", 100.0 * F.col("consumed") / F.col("capacity"))
     )

@@ -21,6 +21,19 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history.cluster_replay import NO_BREACH, BrokerSamples
 
+BUCKET_COLUMNS: tuple[str, ...] = (
+    "brokerId",
+    "t",
+    "worstFree",
+    "worstCapacity",
+    "worstVolume",
+    "inForceFactor",
+    "inForceVolume",
+)
+""":func:`broker_buckets`' columns: ``t`` the bucket's newest snapshot (seconds since the
+epoch), ``worst*`` the volume with the least free share, ``inForce*`` the smallest factor under
+the limits in force (:data:`NO_BREACH` when OPEN) and its volume."""
+
 
 def in_force_factor(free: Column, soft: Column, hard: Column) -> Column:
     """``judge_free_space``'s factor as a Spark column; :data:`NO_BREACH` when OPEN."""
@@ -120,17 +133,23 @@ def broker_buckets(
             F.min(factor).alias("inForceFactor"),
             F.min_by("volumeName", factor).alias("inForceVolume"),
         )
-        .select(
-            "brokerId",
-            "t",
-            F.col("worst.free").alias("worstFree"),
-            F.col("worst.capacity").alias("worstCapacity"),
-            F.col("worst.volumeName").alias("worstVolume"),
-            "inForceFactor",
-            "inForceVolume",
-        )
+        .select(*bucket_selection())
         .toPandas()
     )
+    return by_broker_and_time(frame)
+
+
+def bucket_selection() -> list[Column]:
+    """:data:`BUCKET_COLUMNS` of a per-broker aggregation with ``t``, ``inForce*`` and a
+    ``worst`` struct of the worst volume's ``free``, ``capacity`` and ``volumeName``."""
+    worst = {"worstFree": "free", "worstCapacity": "capacity", "worstVolume": "volumeName"}
+    return [
+        F.col(f"worst.{worst[name]}").alias(name) if name in worst else F.col(name)
+        for name in BUCKET_COLUMNS
+    ]
+
+
+def by_broker_and_time(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["brokerId", "t"], kind="stable").reset_index(drop=True)
 
 

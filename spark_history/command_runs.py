@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from spark_history.forecast.trend import ForecastParams
-    from spark_history.report import PanelParams
     from spark_history.session import StageProgress
     from spark_history.thresholds import TuningParams
 
@@ -158,13 +157,14 @@ def describe_forecast(table: object, horizon_days: float) -> str:
 
 
 def run_report(arguments: argparse.Namespace) -> int:
-    from spark_history.history_input import load_history, load_window
+    from spark_history.history_input import load_history
     from spark_history.override_runs import (
         describe_overrides,
         history_override_policy,
         report_overrides,
     )
     from spark_history.report import PanelParams, write_report
+    from spark_history.report_inputs import report_windows, rollup_and_window
 
     settings = load_options(ReportSettings, arguments)
     override_dataset = settings.override_dataset
@@ -184,12 +184,9 @@ def run_report(arguments: argparse.Namespace) -> int:
         overrides = _spark_call(lambda: report_overrides(session, override_dataset, policy))
         if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
-        longest, widest = _report_windows(panels, forecast_params, tuning)
-        window = _spark_call(lambda: load_window(session, arguments.input, at, widest))
-        rollup = _spark_call(
-            lambda: _rollup_for(
-                session, arguments.input, window.rows, at, forecast_params, lookback_hours=longest
-            )
+        longest, widest = report_windows(panels, forecast_params, tuning)
+        rollup, window = rollup_and_window(
+            session, arguments.input, at, (forecast_params, tuning), (longest, widest)
         )
         files = _spark_call(
             lambda: write_report(
@@ -210,25 +207,6 @@ def run_report(arguments: argparse.Namespace) -> int:
         window.unpersist()
     print(f"wrote {files.html} and the report's CSV, JSON and Prometheus files beside it")
     return 0
-
-
-def _report_windows(
-    panels: PanelParams, forecast_params: ForecastParams, tuning: TuningParams
-) -> tuple[float, float]:
-    """The report's longest window of the analyses that read the rollup (in its buckets), and
-    its widest of every analysis in hours (a lookback counts buckets, which may be wider)."""
-    from spark_history.balance import DEFAULT_LOOKBACK_HOURS
-    from spark_history.report_capacity import BACKTEST_MAX_BUCKETS
-    from spark_history.weekly_growth import WEEK_HOURS
-
-    longest = max(
-        forecast_params.lookback_hours,
-        (panels.growth_weeks + 1) * WEEK_HOURS,
-        min(tuning.lookback_hours, float(BACKTEST_MAX_BUCKETS)),
-    )
-    widest = max(longest, tuning.lookback_hours, DEFAULT_LOOKBACK_HOURS)
-    bucket = max(forecast_params.bucket_seconds, tuning.bucket_seconds)
-    return longest, widest * max(1.0, bucket / 3600.0)
 
 
 def _usage_dataset(

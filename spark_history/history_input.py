@@ -62,21 +62,44 @@ class RawWindow(NamedTuple):
         self.kept.unpersist()
 
 
+WINDOW_COLUMNS: tuple[str, ...] = (*VOLUME_ROW_COLUMNS, RECEIVED_AT)
+"""What a window keeps for analyses that read the raw rows."""
+RECEIPT_COLUMNS: tuple[str, ...] = ("brokerId", "volumeName", "snapshotAt", RECEIVED_AT, "date")
+"""What a window keeps when the hourly rollup serves every analysis of the run: the tombstones
+and each message's record timestamp, which the rollup does not hold."""
+
+
 def load_window(
-    session: SparkSession, path: str, at: datetime, lookback_hours: float | None
+    session: SparkSession,
+    path: str,
+    at: datetime,
+    lookback_hours: float | None,
+    *,
+    columns: tuple[str, ...] = WINDOW_COLUMNS,
 ) -> RawWindow:
     """The rows of ``(at - lookback_hours, at]`` (date partitions pruned), persisted: once it
-    is filled, the analyses of a report read Spark's cache instead of the files."""
+    is filled, the analyses of a report read Spark's cache instead of the files. ``columns``:
+    those kept (:data:`RECEIPT_COLUMNS` when the analyses read the rest from the rollup)."""
     parquet = is_parquet_dataset(session, path)
-    if parquet:
-        every = _read_with_receipts(session, path)
-    else:
-        every = _load_rows(session, path).withColumn(RECEIVED_AT, F.lit(None).cast("timestamp"))
-    kept = window_rows(every.select(*VOLUME_ROW_COLUMNS, RECEIVED_AT), at, lookback_hours)
+    kept = window_rows(_with_receipts(session, path, parquet).select(*columns), at, lookback_hours)
     kept = kept.persist()
     rows = only_volumes(kept)
     receipts = rows.select("brokerId", "snapshotAt", RECEIVED_AT, "date") if parquet else None
     return RawWindow(rows, tombstone_rows(kept), receipts, kept)
+
+
+def rows_with_receipts(session: SparkSession, path: str) -> DataFrame:
+    """The volume rows of every date, with ``receivedAt``, not kept: what a stored rollup's
+    stale dates are computed from (``rollup_store.load_rollup`` reads only those dates)."""
+    parquet = is_parquet_dataset(session, path)
+    every = _with_receipts(session, path, parquet)
+    return only_volumes(every.select(*VOLUME_ROW_COLUMNS, RECEIVED_AT))
+
+
+def _with_receipts(session: SparkSession, path: str, parquet: bool) -> DataFrame:
+    if parquet:
+        return _read_with_receipts(session, path)
+    return _load_rows(session, path).withColumn(RECEIVED_AT, F.lit(None).cast("timestamp"))
 
 
 def _read_with_receipts(session: SparkSession, path: str) -> DataFrame:

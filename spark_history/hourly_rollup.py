@@ -26,10 +26,14 @@ Pure transformations on DataFrames: the I/O (where the rollup lives, when it is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+from spark_history.broker_samples import in_force_factor
+from spark_history.clock_skew import RECEIVED_AT
 
 HOUR_SECONDS = 3600.0
 _HOUR_MICROS = 3_600_000_000
@@ -48,6 +52,11 @@ ROLLUP_COLUMNS: tuple[str, ...] = (
     "minUsedPercent",
     "maxUsedPercent",
     "maxCapacity",
+    "minFree",
+    "worstFree",
+    "worstCapacity",
+    "minInForceFactor",
+    "maxAheadSeconds",
     "lastConsumed",
     "lastCapacity",
     "lastFree",
@@ -67,7 +76,12 @@ ROLLUP_COLUMNS: tuple[str, ...] = (
 ``consumed`` (the mean is ``sumConsumed / samples``); ``sumOffsetMicros``: the sum of each
 snapshot's time minus ``hourEnd`` in microseconds (<= 0; the mean sample time is ``hourEnd``
 plus its mean); ``*UsedPercent``: ``100 consumed / capacity`` per snapshot; ``maxCapacity``:
-the largest capacity; ``last*``: the newest snapshot's values.
+the largest capacity; ``minFree``: the least free space; ``worstFree``/``worstCapacity``: the
+free space and capacity of the snapshot with the least free share; ``minInForceFactor``: the
+smallest factor under the limits the snapshots were taken with (``in_force_factor``);
+``maxAheadSeconds``: the most a snapshot was dated after its Kafka record timestamp (null
+without one), so a replay knows whether the consumer refused any of the hour's snapshots;
+``last*``: the newest snapshot's values.
 """
 
 _LAST_FIELDS: tuple[tuple[str, str], ...] = (
@@ -98,6 +112,10 @@ def hourly_rollup(rows: DataFrame) -> DataFrame:
     offset = F.unix_micros(F.col("snapshotAt")) - F.unix_micros(F.col("hourEnd"))
     used = 100.0 * F.col("consumed") / F.col("capacity")
     newest = F.struct(*[F.col(source).alias(target) for source, target in _LAST_FIELDS])
+    factor = in_force_factor(
+        F.col("free"), F.col("softThresholdBytes"), F.col("hardThresholdBytes")
+    )
+    worst = F.struct(F.col("free").alias("free"), F.col("capacity").alias("capacity"))
     grouped = dated.groupBy("brokerId", "volumeName", "hourEnd", "date").agg(
         F.count(F.lit(1)).alias("samples"),
         F.min("snapshotAt").alias("firstAt"),
@@ -109,9 +127,20 @@ def hourly_rollup(rows: DataFrame) -> DataFrame:
         F.min(used).alias("minUsedPercent"),
         F.max(used).alias("maxUsedPercent"),
         F.max("capacity").alias("maxCapacity"),
+        F.min("free").alias("minFree"),
+        F.min_by(worst, F.col("free") / F.col("capacity")).alias("worst"),
+        F.min(factor).alias("minInForceFactor"),
+        F.max(_ahead_seconds(volumes)).alias("maxAheadSeconds"),
         F.max_by(newest, "snapshotAt").alias("newest"),
     )
     return _columns(grouped)
+
+
+def _ahead_seconds(rows: DataFrame) -> Column:
+    """How far each snapshot is dated after its Kafka record timestamp (null without one)."""
+    if RECEIVED_AT not in rows.columns:
+        return F.lit(None).cast("double")
+    return (F.unix_micros(F.col("snapshotAt")) - F.unix_micros(F.col(RECEIVED_AT))) / 1e6
 
 
 def merge_hours(rollup: DataFrame) -> DataFrame:
@@ -142,6 +171,13 @@ def _merged(rollup: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.min("minUsedPercent").alias("minUsedPercent"),
         F.max("maxUsedPercent").alias("maxUsedPercent"),
         F.max("maxCapacity").alias("maxCapacity"),
+        F.min("minFree").alias("minFree"),
+        F.min_by(
+            F.struct(F.col("worstFree").alias("free"), F.col("worstCapacity").alias("capacity")),
+            F.col("worstFree") / F.col("worstCapacity"),
+        ).alias("worst"),
+        F.min("minInForceFactor").alias("minInForceFactor"),
+        F.max("maxAheadSeconds").alias("maxAheadSeconds"),
         F.max_by(newest, "lastAt").alias("newest"),
     )
     return _columns(grouped)
@@ -149,9 +185,14 @@ def _merged(rollup: DataFrame, keys: tuple[str, ...]) -> DataFrame:
 
 def _columns(grouped: DataFrame) -> DataFrame:
     dated = ["date"] if "date" in grouped.columns else [F.lit(None).cast("date").alias("date")]
-    fixed = [name for name in ROLLUP_COLUMNS if not name.startswith("last") and name != "date"]
+    computed = {"date", "worstFree", "worstCapacity"}
+    fixed = [
+        name for name in ROLLUP_COLUMNS if not name.startswith("last") and name not in computed
+    ]
     return grouped.select(
         *fixed,
+        F.col("worst.free").alias("worstFree"),
+        F.col("worst.capacity").alias("worstCapacity"),
         F.col("lastAt"),
         *[F.col(f"newest.{target}").alias(target) for _, target in _LAST_FIELDS],
         *dated,
@@ -177,6 +218,26 @@ def clock_hours(at: datetime | None, bucket_seconds: float) -> bool:
 def window_hours(rollup: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
     """The merged hours (:func:`merge_hours`) of the window ``(at - lookback_hours, at]``,
     reading only the date partitions that can hold it. Exact only where :func:`serves`."""
+    return merge_hours(window_partials(rollup, at, lookback_hours))
+
+
+def newest_per_volume(
+    rollup: DataFrame, at: datetime, lookback_hours: float, columns: Sequence[str]
+) -> DataFrame:
+    """Per volume seen in the window, its newest sample's ``columns`` (the raw rows' names:
+    ``consumed``, ``capacity``, ...) and its ``snapshotAt``: what a ``max_by(..., snapshotAt)``
+    of the raw rows gives. Exact only where :func:`serves`."""
+    last = dict(_LAST_FIELDS)
+    hours = window_hours(rollup, at, lookback_hours)
+    return hours.groupBy("brokerId", "volumeName").agg(
+        *[F.max_by(F.col(last[name]), "lastAt").alias(name) for name in columns],
+        F.max("lastAt").alias("snapshotAt"),
+    )
+
+
+def window_partials(rollup: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
+    """The rollup rows of the window's hours, not merged (an hour ending at midnight may have
+    two), reading only the date partitions that can hold them."""
     start = at - timedelta(hours=lookback_hours)
     dates = F.col("date").between(
         F.lit(start.astimezone(UTC).date()), F.lit(at.astimezone(UTC).date())
@@ -184,7 +245,7 @@ def window_hours(rollup: DataFrame, at: datetime, lookback_hours: float) -> Data
     # The hour ending at the window's start lies before it; the partial of an hour ending at
     # midnight sits in the next day's partition, which the date range includes.
     inside = (F.col("hourEnd") > F.lit(start)) & (F.col("hourEnd") <= F.lit(at))
-    return merge_hours(rollup.where(dates).where(inside))
+    return rollup.where(dates).where(inside)
 
 
 def bucket_of(at: datetime) -> Column:

@@ -151,9 +151,9 @@ def write_report(
     analyses read instead of ``rows`` where it gives the same buckets."""
     panels = panels or PanelParams()
     forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones, rollup=rollup)
-    replay = _limit_replay(rows, at, tuning, tombstones, overrides)
+    replay = _limit_replay(rows, at, tuning, tombstones, overrides, rollup=rollup)
     with step("balance"):
-        skew = balance(rows, at).toPandas().sort_values(["brokerId", "volumeName"])
+        skew = balance(rows, at, rollup=rollup).toPandas().sort_values(["brokerId", "volumeName"])
     plotted = forecast.head(max_plotted)
     series = _plotted_series(rows, at, plotted, forecast_params, rollup)
     growth = _weekly_growth(rows, at, panels.growth_weeks, rollup)
@@ -210,10 +210,12 @@ def _limit_replay(
     tuning: TuningParams,
     tombstones: DataFrame | None,
     overrides: Sequence[OverrideInterval],
+    *,
+    rollup: DataFrame | None,
 ) -> Tradeoffs:
     """The cluster replay of the limits in force and the candidates (``thresholds``)."""
     with step("cluster replay of the limits"):
-        return threshold_tradeoffs(rows, at, tuning, tombstones, overrides)
+        return threshold_tradeoffs(rows, at, tuning, tombstones, overrides, rollup=rollup)
 
 
 def _forecast(

@@ -40,7 +40,7 @@ def planning(
     """The planner panels' data (Spark for the windows, pandas for the rest); ``rollup``: the
     hourly rollup of ``rows``, which the mechanism's calibration reads where it can."""
     lookback_hours = params.lookback_hours * params.bucket_seconds / 3600.0
-    volumes = newest_snapshots(rows, at, lookback_hours).toPandas()
+    volumes = newest_snapshots(rows, at, lookback_hours, rollup).toPandas()
     brokers = volumes.groupby("brokerId", as_index=False)[["capacity", "consumed"]].sum()
     headroom = headroom_after_losing_largest(brokers)
     if usage is None:

@@ -23,6 +23,9 @@ class Manifest:
     """The rollup's files of the date (URIs), sorted."""
     rows: int
     """Rollup rows of the date."""
+    columns: tuple[str, ...] = ()
+    """The rollup's columns when it was computed (none in manifests older than this field): a
+    rollup whose columns are not the ones the code computes now is stale."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -31,6 +34,7 @@ class Manifest:
                 "rawFiles": list(self.raw_files),
                 "rollupFiles": list(self.rollup_files),
                 "rows": self.rows,
+                "columns": list(self.columns),
             },
             indent=1,
         )
@@ -43,6 +47,7 @@ class Manifest:
             raw_files=tuple(str(path) for path in data["rawFiles"]),
             rollup_files=tuple(str(path) for path in data["rollupFiles"]),
             rows=int(data["rows"]),
+            columns=tuple(str(name) for name in data.get("columns", ())),
         )
 
 
@@ -62,16 +67,20 @@ class RollupState:
     files' rows (a date of tombstones only, with no rollup file, is simply recomputed)."""
 
 
-def compare(listed: dict[str, tuple[str, ...]], manifests: Iterable[Manifest]) -> RollupState:
-    """Pure: which dates' rollups match their raw partitions."""
-    known = {manifest.date: manifest for manifest in manifests}
+def compare(
+    listed: dict[str, tuple[str, ...]], manifests: Iterable[Manifest], columns: tuple[str, ...]
+) -> RollupState:
+    """Pure: which dates' rollups match their raw partitions, of those with ``columns`` (a
+    rollup of other columns, from an older release, is recomputed whole)."""
+    every = {manifest.date: manifest for manifest in manifests}
+    known = {date: manifest for date, manifest in every.items() if manifest.columns == columns}
     valid = {
         date: manifest
         for date, manifest in known.items()
         if listed.get(date) == tuple(sorted(manifest.raw_files))
     }
     stale = tuple(date for date in listed if date not in valid)
-    gone = tuple(date for date in known if date not in listed)
+    gone = tuple(date for date in every if date not in listed)
     appended = {
         date: known[date]
         for date in stale

@@ -32,6 +32,7 @@ files (:func:`restamp`) instead of recomputing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
 import uuid
@@ -44,6 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
 from spark_history import sink_log, storage
+from spark_history.clock_skew import RECEIVED_AT
 from spark_history.hourly_rollup import ROLLUP_COLUMNS, extend_rollup, hourly_rollup
 from spark_history.rollup_manifests import Manifest, RollupState, compare
 from spark_history.snapshot_rows import VOLUME_ROW_COLUMNS
@@ -70,7 +72,11 @@ class RollupKind:
 
 
 SNAPSHOTS = RollupKind(
-    "hourly rollup", VOLUME_ROW_COLUMNS, hourly_rollup, ROLLUP_COLUMNS, extend_rollup
+    "hourly rollup",
+    (*VOLUME_ROW_COLUMNS, RECEIVED_AT),
+    hourly_rollup,
+    ROLLUP_COLUMNS,
+    extend_rollup,
 )
 """The snapshot history's: a row per volume and hour (``hourly_rollup``)."""
 USAGE = RollupKind(
@@ -128,10 +134,10 @@ def read_manifests(session: SparkSession, root: str) -> list[Manifest]:
     ]
 
 
-def rollup_state(session: SparkSession, dataset: str) -> RollupState:
+def rollup_state(session: SparkSession, dataset: str, kind: RollupKind = SNAPSHOTS) -> RollupState:
     """The state of ``dataset``'s rollup (a dataset written by ``history ingest``)."""
     root = storage.qualified(session, dataset)
-    return compare(listed_by_date(session, root), read_manifests(session, root))
+    return compare(listed_by_date(session, root), read_manifests(session, root), kind.columns)
 
 
 def refresh_rollup(
@@ -148,7 +154,7 @@ def refresh_rollup(
     delete what a crashed refresh left."""
     root = storage.qualified(session, dataset)
     listed = listed_by_date(session, root)
-    state = compare(listed, read_manifests(session, root))
+    state = compare(listed, read_manifests(session, root), kind.columns)
     hourly = rollup_root(root)
     _drop_unlisted(session, hourly, {**state.valid, **state.appended})
     for date in state.gone:
@@ -169,7 +175,9 @@ def refresh_rollup(
         counted = session.read.parquet(staging).groupBy("date").count().collect()
         counts = {str(row["date"]): int(row["count"]) for row in counted}
     for date, files in raw.items():
-        _install(session, hourly, staging, Manifest(date, files, (), counts.get(date, 0)))
+        _install(
+            session, hourly, staging, Manifest(date, files, (), counts.get(date, 0), kind.columns)
+        )
     storage.delete(session, storage.join(hourly, STAGING_DIR), recursive=True)
     return RefreshResult(state.stale, sum(counts.values()), kind.name, tuple(state.appended))
 
@@ -210,9 +218,12 @@ def _stored_rows(
 def _raw_rows(
     session: SparkSession, root: str, files: Sequence[str], columns: tuple[str, ...]
 ) -> DataFrame:
-    """The ``columns`` of exactly ``files`` (as the log lists them), ``date`` included."""
+    """The ``columns`` of exactly ``files`` (as the log lists them), ``date`` included;
+    ``receivedAt`` is null in files written without it."""
     paths = [storage.glob_escape(unquote(uri)) for uri in files]
     frame = session.read.option("basePath", root).option("mergeSchema", "true").parquet(*paths)
+    if RECEIVED_AT in columns and RECEIVED_AT not in frame.columns:
+        frame = frame.withColumn(RECEIVED_AT, F.lit(None).cast("timestamp"))
     return frame.select(*columns)
 
 
@@ -227,7 +238,7 @@ def _install(session: SparkSession, hourly: str, staging: str, manifest: Manifes
             target = storage.join(directory, source.rsplit("/", 1)[-1])
             storage.rename(session, source, target)
             moved.append(storage.file_info(session, target).uri)
-    final = Manifest(manifest.date, manifest.raw_files, tuple(sorted(moved)), manifest.rows)
+    final = dataclasses.replace(manifest, rollup_files=tuple(sorted(moved)))
     _write_manifest(session, hourly, final)
     _drop_unlisted(session, hourly, {manifest.date: final}, only=[manifest.date])
 
@@ -298,7 +309,7 @@ def restamp(
         _write_manifest(
             session,
             hourly,
-            Manifest(manifest.date, new_raw, manifest.rollup_files, manifest.rows),
+            dataclasses.replace(manifest, raw_files=new_raw),
         )
         restamped.append(manifest.date)
     return restamped
@@ -334,7 +345,7 @@ def load_rollup(
     if not has_sink_log(session, path):
         print(f"[history] no stored {kind.name}: computed from the raw rows", file=stream)
         return kind.compute(rows).cache()
-    state = rollup_state(session, path)
+    state = rollup_state(session, path, kind)
     stale = [date for date in state.stale if _inside(date, dates)]
     parts = []
     if stale:

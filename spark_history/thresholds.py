@@ -47,15 +47,8 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-from spark_history.broker_samples import (
-    broker_buckets,
-    refused_arrivals,
-    to_samples,
-    tombstone_times,
-    window_rows,
-)
+from spark_history.broker_samples import to_samples, tombstone_times, window_rows
 from spark_history.cluster_replay import (
-    BrokerSamples,
     ClusterTimeline,
     ReplayPolicy,
     replay_cluster,
@@ -69,6 +62,7 @@ from spark_history.decision_replay import (
     replay_volume,
 )
 from spark_history.override_history import OverrideInterval, forced_states, whole_buckets
+from spark_history.replay_rows import LIMIT_FIELDS, ReplayRows, ReplayWindow, replay_rows
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -167,20 +161,17 @@ def limits_in_force(
 ) -> LimitsInForce:
     """The most common (soft, hard) limit pair among the newest snapshots of the volumes seen
     within the lookback."""
-    latest = (
+    newest = (
         window_rows(rows, at, lookback_hours)
         .groupBy("brokerId", "volumeName")
-        .agg(
-            F.max_by(
-                F.struct("softLimitType", "softLimitLevel", "hardLimitType", "hardLimitLevel"),
-                "snapshotAt",
-            ).alias("limits")
-        )
-        .groupBy("limits")
-        .count()
-        .orderBy(F.desc("count"))
-        .collect()
+        .agg(F.max_by(F.struct(*LIMIT_FIELDS), "snapshotAt").alias("limits"))
     )
+    return most_common_limits(newest)
+
+
+def most_common_limits(newest: DataFrame) -> LimitsInForce:
+    """The most common pair of ``newest`` (``replay_rows.ReplayRows.newest_limits``)."""
+    latest = newest.groupBy("limits").count().orderBy(F.desc("count")).collect()
     if not latest:
         return LimitsInForce("unknown (no snapshot)", 0)
     total = sum(int(row["count"]) for row in latest)
@@ -204,17 +195,12 @@ def _percent(kind: str, level: float) -> float | None:
     return float(level) if kind == "MinFreePercentage" else None
 
 
-def replay_volumes(rows: DataFrame, at: datetime, params: TuningParams) -> DataFrame:
-    """Per volume and candidate: episodes, hard episodes and warnings, on hourly minima."""
+def replay_volumes(hourly: DataFrame, params: TuningParams) -> DataFrame:
+    """Per volume and candidate: episodes, hard episodes and warnings, on ``hourly``: per
+    volume and bucket the least free space and the newest capacity
+    (``replay_rows.ReplayRows.volume_buckets``)."""
     candidates = params.candidates()
     step = params.bucket_seconds
-    offset = F.unix_micros(F.col("snapshotAt")) / 1e6 - F.lit(at.timestamp())
-    hourly = (
-        window_rows(rows, at, params.lookback_hours)
-        .withColumn("bucket", F.ceil(offset / F.lit(step)))
-        .groupBy("brokerId", "volumeName", "bucket")
-        .agg(F.min("free").alias("free"), F.max_by("capacity", "snapshotAt").alias("capacity"))
-    )
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
         ordered = frame.sort_values("bucket", kind="stable")
@@ -266,46 +252,10 @@ def cluster_grid(buckets: pd.DataFrame, at: datetime, params: TuningParams) -> n
     return end + step * np.arange(first, 1, dtype=np.float64)
 
 
-def _broker_samples(
-    rows: DataFrame, at: datetime, params: TuningParams, tombstones: DataFrame | None
-) -> tuple[pd.DataFrame, list[BrokerSamples]]:
-    """The replay's input: per broker and bucket the snapshots the consumer takes, the arrivals
-    of those it refuses as dated too far ahead, and the tombstones."""
-    skew = params.policy.max_clock_skew_seconds
-    buckets = broker_buckets(rows, at, params.lookback_hours, params.bucket_seconds, skew)
-    refused = refused_arrivals(rows, at, params.lookback_hours, params.bucket_seconds, skew)
-    retired = tombstone_times(tombstones, at, params.lookback_hours)
-    return buckets, to_samples(buckets, retired, refused)
-
-
-def threshold_tradeoffs(
-    rows: DataFrame,
-    at: datetime,
-    params: TuningParams | None = None,
-    tombstones: DataFrame | None = None,
-    overrides: Sequence[OverrideInterval] = (),
-) -> Tradeoffs:
-    """The cluster replay of the limits in force and of every candidate (``overrides``: when
-    an operator's override was in force), per-volume warnings, the recommendation flagged."""
-    params = params or TuningParams()
-    buckets, samples = _broker_samples(rows, at, params, tombstones)
-    grid = cluster_grid(buckets, at, params)
-    forced = forced_states(whole_buckets(overrides, params.bucket_seconds), grid)
-    in_force = replay_cluster(samples, grid, params.policy, None, forced)
-    records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]
-    for candidate in params.candidates():
-        timeline = replay_cluster(samples, grid, params.policy, candidate, forced)
-        records.append(
-            {
-                "limits": "candidate",
-                "softPercent": candidate.soft_percent,
-                "hardPercent": candidate.hard_percent,
-                **timeline.hours(params.bucket_seconds),
-            }
-        )
-    cluster = pd.DataFrame.from_records(records)
+def _volume_evidence(read: ReplayRows, params: TuningParams) -> tuple[pd.DataFrame, FleetEvidence]:
+    """Per candidate, the volumes' episodes and warnings, and the fleet's evidence."""
     volumes = (
-        replay_volumes(rows, at, params)
+        replay_volumes(read.volume_buckets, params)
         .groupBy("softPercent", "hardPercent")
         .agg(
             F.sum("episodes").alias("episodes"),
@@ -328,9 +278,48 @@ def threshold_tradeoffs(
     evidence = FleetEvidence(
         climbs[0].climb_percent if climbs else 0.0,
         float(volumes["lowestFree"].min()) if len(volumes) else 100.0,
-        limits_in_force(rows, at, params.lookback_hours),
+        most_common_limits(read.newest_limits),
         climbs,
     )
+    return volumes, evidence
+
+
+def threshold_tradeoffs(
+    rows: DataFrame,
+    at: datetime,
+    params: TuningParams | None = None,
+    tombstones: DataFrame | None = None,
+    overrides: Sequence[OverrideInterval] = (),
+    *,
+    rollup: DataFrame | None = None,
+) -> Tradeoffs:
+    """The cluster replay of the limits in force and of every candidate (``overrides``: when
+    an operator's override was in force), per-volume warnings, the recommendation flagged;
+    from ``rollup`` (the hourly rollup of ``rows``) where it serves (``replay_rows``)."""
+    params = params or TuningParams()
+    window = ReplayWindow(
+        at, params.lookback_hours, params.bucket_seconds, params.policy.max_clock_skew_seconds
+    )
+    read = replay_rows(rows, window, rollup)
+    buckets = read.buckets
+    retired = tombstone_times(tombstones, at, params.lookback_hours)
+    samples = to_samples(buckets, retired, read.refused)
+    grid = cluster_grid(buckets, at, params)
+    forced = forced_states(whole_buckets(overrides, params.bucket_seconds), grid)
+    in_force = replay_cluster(samples, grid, params.policy, None, forced)
+    records = [{"limits": IN_FORCE, **in_force.hours(params.bucket_seconds)}]
+    for candidate in params.candidates():
+        timeline = replay_cluster(samples, grid, params.policy, candidate, forced)
+        records.append(
+            {
+                "limits": "candidate",
+                "softPercent": candidate.soft_percent,
+                "hardPercent": candidate.hard_percent,
+                **timeline.hours(params.bucket_seconds),
+            }
+        )
+    cluster = pd.DataFrame.from_records(records)
+    volumes, evidence = _volume_evidence(read, params)
     merged = cluster.merge(
         volumes.drop(columns=["classes", "climbs", "lowestFree"]),
         on=["softPercent", "hardPercent"],

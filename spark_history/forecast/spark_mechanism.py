@@ -33,6 +33,7 @@ from spark_history.forecast.envelope import CALIBRATION_SCHEMA, calibration_of
 from spark_history.forecast.mechanism.usage_frame import MECHANISM_SCHEMA, mechanism_group
 from spark_history.forecast.spark_trend import hourly_envelope, sampled_volumes
 from spark_history.forecast.trend import ForecastParams, Trend, trend_class
+from spark_history.hourly_rollup import newest_per_volume, serves
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, TOPIC
 
 
@@ -59,13 +60,20 @@ def newest_configs(usage: DataFrame, at: datetime) -> DataFrame:
     return configs.groupBy("topic").agg(*newest_values(CONFIG_VALUE_COLUMNS, "configReadAt"))
 
 
-def newest_snapshots(snapshots: DataFrame, at: datetime, lookback_hours: float) -> DataFrame:
-    """Per volume, capacity, consumed and the hard threshold of its newest snapshot."""
+NEWEST_SNAPSHOT_COLUMNS: tuple[str, ...] = ("capacity", "consumed", "hardThresholdBytes")
+
+
+def newest_snapshots(
+    snapshots: DataFrame, at: datetime, lookback_hours: float, rollup: DataFrame | None = None
+) -> DataFrame:
+    """Per volume, capacity, consumed and the hard threshold of its newest snapshot; from
+    ``rollup`` (the hourly rollup of ``snapshots``) where it serves the window."""
+    if rollup is not None and serves(at, lookback_hours):
+        newest = newest_per_volume(rollup, at, lookback_hours, NEWEST_SNAPSHOT_COLUMNS)
+        return newest.drop("snapshotAt")
     window = window_rows(snapshots, at, lookback_hours)
     return window.groupBy("brokerId", "volumeName").agg(
-        F.max_by("capacity", "snapshotAt").alias("capacity"),
-        F.max_by("consumed", "snapshotAt").alias("consumed"),
-        F.max_by("hardThresholdBytes", "snapshotAt").alias("hardThresholdBytes"),
+        *[F.max_by(name, "snapshotAt").alias(name) for name in NEWEST_SNAPSHOT_COLUMNS]
     )
 
 
@@ -198,7 +206,7 @@ def mechanism_volumes(
     key = ["brokerId", "volumeName"]
     joined = (
         volumes.join(F.broadcast(newest_configs(usage, at)), "topic", "left")
-        .join(newest_snapshots(snapshots, at, lookback_seconds / 3600.0), key, "left")
+        .join(newest_snapshots(snapshots, at, lookback_seconds / 3600.0, rollup), key, "left")
         .join(volume_trends(hourly, params), key, "left")
     )
     origin = pd.Timestamp(at).tz_convert("UTC")

@@ -16,8 +16,11 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_history import command_runs, hourly_rollup, synthetic
+from spark_history.balance import balance
+from spark_history.cluster_replay import NO_BREACH
 from spark_history.command_runs import last_bucket_end
 from spark_history.commands import main
+from spark_history.forecast.spark_mechanism import newest_snapshots
 from spark_history.forecast.spark_trend import forecast_volumes, hourly_envelope
 from spark_history.forecast.trend import ForecastParams
 from spark_history.history_input import load_history
@@ -27,6 +30,7 @@ from spark_history.report_capacity import backtest_panel, capacity_totals
 from spark_history.report_capacity import broker_hours as capacity_broker_hours
 from spark_history.rollup_store import load_rollup, refresh_rollup, rollup_state
 from spark_history.synthetic_jsonl import write_jsonl
+from spark_history.thresholds import TuningParams, threshold_tradeoffs
 from spark_history.weekly_growth import DEFAULT_GROWTH_WEEKS, weekly_growth
 from spark_history.weekly_growth import broker_hours as growth_broker_hours
 
@@ -52,12 +56,16 @@ def _hand_made(make_rows: RowsFactory) -> DataFrame:
     2026-11-22 00:00:00           400       2000
     2026-11-22 00:30:00           500       1000
     ============================  ========  ========
+
+    Limits of 10 % and 5 % free, except at 23:20, whose soft and hard thresholds are 1,000 and
+    500 bytes: its 700 bytes free are 40 % of the way from hard to soft (factor 0.4).
     """
     instants = ["2026-11-21 23:00", "2026-11-21 23:20", "2026-11-21 23:40"]
     instants += ["2026-11-22 00:00", "2026-11-22 00:30"]
     hours = [(_instant(text) - AT).total_seconds() / 3600.0 for text in instants]
     frame = volume_frame([7], "/dev/a", hours, [100, 300, 200, 400, 500], 1000)
     frame.loc[3, ["capacity", "free"]] = [2000, 1600]
+    frame.loc[1, ["softThresholdBytes", "hardThresholdBytes"]] = [1000.0, 500.0]
     tombstone = frame.iloc[[0]].assign(volumeName=None, consumed=0, capacity=0, free=0)
     return make_rows(pd.concat([frame, tombstone], ignore_index=True))
 
@@ -92,6 +100,9 @@ def test_the_rollup_of_a_hand_made_history_holds_the_hand_worked_values(
     assert late["lastSoftThresholdBytes"] == 100.0
     assert late["lastHardThresholdBytes"] == 50.0
     assert late["lastPath"] == "/data/a"
+    assert (late["minFree"], late["worstFree"], late["worstCapacity"]) == (700, 700, 1000)
+    assert late["minInForceFactor"] == pytest.approx(0.4)
+    assert late["maxAheadSeconds"] is None  # no Kafka record timestamps
     midnight = rollup[("2026-11-22 00:00", "2026-11-22")]
     assert (midnight["samples"], midnight["sumOffsetMicros"], midnight["maxCapacity"]) == (
         1,
@@ -100,6 +111,7 @@ def test_the_rollup_of_a_hand_made_history_holds_the_hand_worked_values(
     )
     first = rollup[("2026-11-21 23:00", "2026-11-21")]
     assert (first["samples"], first["maxConsumed"], first["sumOffsetMicros"]) == (1, 100, 0)
+    assert first["minInForceFactor"] == NO_BREACH  # 900 bytes free: above the soft limit
     last = rollup[("2026-11-22 01:00", "2026-11-22")]
     assert last["sumOffsetMicros"] == -30 * 60 * 1_000_000
 
@@ -111,6 +123,9 @@ def test_the_rollup_of_a_hand_made_history_holds_the_hand_worked_values(
     assert (hour["minUsedPercent"], hour["maxUsedPercent"]) == (20.0, 30.0)
     # The newest sample of the merged hour is the one at midnight, in the next day's partial.
     assert (hour["lastConsumed"], hour["lastCapacity"], hour["maxCapacity"]) == (400, 2000, 2000)
+    # 1,600 of 2,000 bytes free at midnight is a larger share than 700 of 1,000 at 23:20.
+    assert (hour["minFree"], hour["worstFree"], hour["worstCapacity"]) == (700, 700, 1000)
+    assert hour["minInForceFactor"] == pytest.approx(0.4)
 
 
 def test_the_rollup_serves_only_whole_hour_buckets_ending_on_the_hour() -> None:
@@ -194,7 +209,38 @@ def test_each_hourly_analysis_gives_the_same_from_the_rollup_as_from_raw(
     rollup_panel = backtest_panel(nothing, at, 168.0, 3600.0, rollup=rollup)
     assert (rollup_panel.volumes, rollup_panel.sentence) == (raw_panel.volumes, raw_panel.sentence)
     _same(raw_panel.table, rollup_panel.table, ["forecaster", "horizonHours"])
+    _same(
+        balance(ingested, at).toPandas(),
+        balance(nothing, at, rollup=rollup).toPandas(),
+        volume,
+    )
+    _same(
+        newest_snapshots(ingested, at, params.lookback_hours).toPandas(),
+        newest_snapshots(nothing, at, params.lookback_hours, rollup).toPandas(),
+        volume,
+    )
+    _same_replay(ingested, nothing, at, rollup)
     rollup.unpersist()
+
+
+def _same_replay(rows: DataFrame, nothing: DataFrame, at: datetime, rollup: DataFrame) -> None:
+    """The limits' replay: every candidate's hours and warnings, the per-broker buckets and
+    the fleet's evidence."""
+    raw = threshold_tradeoffs(rows, at, TuningParams())
+    served = threshold_tradeoffs(nothing, at, TuningParams(), rollup=rollup)
+    assert raw.table["throttledHours"].sum() + raw.table["pausedHours"].sum() > 0
+    pd.testing.assert_frame_equal(raw.table, served.table, check_dtype=False, rtol=1e-9)
+    # Which volume an OPEN bucket names is arbitrary (every volume ties at NO_BREACH).
+    buckets = [
+        frame.buckets.assign(
+            inForceVolume=frame.buckets["inForceVolume"].where(
+                frame.buckets["inForceFactor"] < NO_BREACH
+            )
+        )
+        for frame in (raw, served)
+    ]
+    pd.testing.assert_frame_equal(buckets[0], buckets[1], check_dtype=False, rtol=1e-9)
+    assert raw.evidence == served.evidence
 
 
 def test_the_forecast_command_reads_the_rollup_and_gives_the_raw_forecast(
@@ -268,9 +314,10 @@ def test_the_report_command_reads_the_stored_rollup_and_gives_the_raw_tables(
     err = capfd.readouterr().err
     assert "hourly rollup not used" not in err
     assert "computed from the raw rows" not in err  # every date of the window was stored
-    # Read by the forecast, the usage series and the totals (7 days), the backtest (the
-    # replay's 30 days) and weekly growth (5 weeks).
-    assert sorted(windows) == [168.0, 168.0, 168.0, 30 * 24.0, 5 * 168.0]
+    # Read by the forecast, the usage series, the totals, the balance and the headroom (7
+    # days), the backtest and the limits' replay (its hours and its newest limits: 30 days)
+    # and weekly growth (5 weeks).
+    assert sorted(windows) == [168.0] * 5 + [30 * 24.0] * 3 + [5 * 168.0]
 
     raw = forecast_volumes(ingested, AT, ForecastParams()).toPandas()
     columns = ["brokerId", "volumeName", "trend", "hoursToFull", "levelBytes", "hoursOfData"]
@@ -279,6 +326,9 @@ def test_the_report_command_reads_the_stored_rollup_and_gives_the_raw_tables(
     _same(growth, pd.read_csv(tmp_path / "weekly_growth.csv"), ["brokerId", "week"])
     totals = capacity_totals(ingested, AT, ForecastParams()).table
     _same(totals, pd.read_csv(tmp_path / "capacity_totals.csv"), ["group"])
+    tradeoffs = threshold_tradeoffs(ingested, AT, TuningParams()).table
+    written = pd.read_csv(tmp_path / "thresholds.csv")
+    _same(tradeoffs[list(written.columns)], written, ["limits", "softPercent", "hardPercent"])
 
 
 def test_off_the_hour_the_analyses_read_the_raw_rows(ingested: DataFrame) -> None:

@@ -20,7 +20,9 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 from spark_history import history_input, synthetic
 from spark_history.commands import main
 from spark_history.history_input import RawWindow, load_history, load_window
+from spark_history.hourly_rollup import hourly_rollup
 from spark_history.ingest import JsonlSource, run_ingest
+from spark_history.replay_rows import ReplayWindow, replay_rows, rollup_serves
 from spark_history.rollup_store import refresh_rollup
 from spark_history.synthetic_jsonl import write_jsonl
 from spark_history.thresholds import TuningParams, threshold_tradeoffs
@@ -124,6 +126,29 @@ def test_the_windows_record_timestamps_let_the_replay_refuse_a_clock_ahead(
     # Unknown from its first refused arrival (received 21 h before AT) until a snapshot is
     # taken again (dated 10 h before AT, and 10 min): 11 h, on a grid of whole hours.
     assert 10.0 <= refused["missingDataPausedHours"] <= 12.0
+
+
+def test_a_refused_snapshot_in_the_window_sends_the_replay_from_the_rollup_to_the_raw_rows(
+    spark: SparkSession, make_rows: RowsFactory, tmp_path: Path
+) -> None:
+    """The rollup cannot leave out one refused snapshot of an hour: it knows each hour's
+    largest lead over the record timestamp, and the replay reads the raw rows when one is
+    beyond the skew the consumer allows."""
+    _clock_ahead_dataset(spark, make_rows, tmp_path / "dataset")
+    window = load_window(spark, (tmp_path / "dataset").as_uri(), AT, 48.0)
+    rollup = hourly_rollup(window.rows)
+    params = TuningParams(lookback_hours=48.0)
+    skew = params.policy.max_clock_skew_seconds
+    assert not rollup_serves(rollup, ReplayWindow(AT, 48.0, 3600.0, skew))
+    read = replay_rows(window.rows, ReplayWindow(AT, 48.0, 3600.0, skew), rollup)
+    assert read.source == "raw rows"
+    refused = _in_force(threshold_tradeoffs(window.rows, AT, params, rollup=rollup).table)
+    assert 10.0 <= refused["missingDataPausedHours"] <= 12.0
+    # Allowed more than the hour broker 1's clock ran ahead, the consumer refuses nothing.
+    lenient = ReplayWindow(AT, 48.0, 3600.0, 2 * 3600.0)
+    assert rollup_serves(rollup, lenient)
+    assert replay_rows(window.rows, lenient, rollup).source == "hourly rollup"
+    window.unpersist()
 
 
 def _in_force(table: pd.DataFrame) -> pd.Series:

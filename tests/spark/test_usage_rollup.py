@@ -212,12 +212,12 @@ def test_the_ingest_keeps_the_usage_rollup_and_the_compaction_keeps_it_valid(
     # The 21st gained a file: its stored rollup is extended; the 22nd is new: computed.
     said = capsys.readouterr().out
     assert "hourly usage rollup: 1 date(s) recomputed, 1 extended with new files" in said
-    state = rollup_store.rollup_state(spark, str(tmp_path / "dataset"))
+    state = rollup_store.rollup_state(spark, str(tmp_path / "dataset"), rollup_store.USAGE)
     assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
     _assert_stored_rollup_of_everything(spark, tmp_path)
 
     result = compact_dataset(spark, str(tmp_path / "dataset"), min_files=2)
     assert result.partitions >= 1
-    state = rollup_store.rollup_state(spark, str(tmp_path / "dataset"))
+    state = rollup_store.rollup_state(spark, str(tmp_path / "dataset"), rollup_store.USAGE)
     assert state.stale == ()
     _assert_stored_rollup_of_everything(spark, tmp_path)
