@@ -60,7 +60,7 @@ def run_forecast(arguments: argparse.Namespace) -> int:
         )
     mechanism = None
     if settings.usage_dataset is not None:
-        mechanism = _mechanism_forecast(session, settings, rows, at, params)
+        mechanism = _mechanism_forecast(session, settings, (rows, rollup), at, params)
     window.unpersist()
     table = one_forecast(trend, mechanism).sort_values(
         ["hoursToFull", "usedPercent"], ascending=[True, False], na_position="last"
@@ -103,25 +103,25 @@ def _rollup_for(
 def _mechanism_forecast(
     session: SparkSession,
     settings: ForecastSettings,
-    rows: object,
+    snapshots: tuple[DataFrame, DataFrame | None],
     at: datetime,
     params: ForecastParams,
 ) -> pd.DataFrame:
     """``history forecast --usage-dataset``: the mechanism forecast's table (and its CSV with
-    ``--mechanism-output``)."""
-    from pyspark.sql import DataFrame
+    ``--mechanism-output``); ``snapshots``: the raw rows and their hourly rollup (None off the
+    hour)."""
 
     from spark_history import storage
     from spark_history.forecast.mechanism.usage_frame import MECHANISM_COLUMNS
     from spark_history.forecast.spark_mechanism import mechanism_volumes
     from spark_history.session import step
 
-    assert isinstance(rows, DataFrame)
     output = settings.mechanism_output
     with step("mechanism forecast"), _progress(session):
         usage = _usage_dataset(session, settings.usage_dataset, at, params.bucket_seconds)
         assert usage is not None
-        table = _spark_call(lambda: mechanism_volumes(usage, rows, at, params).toPandas())
+        rows, rollup = snapshots
+        table = _spark_call(lambda: mechanism_volumes(usage, rows, at, params, rollup).toPandas())
     table = table.sort_values(["hoursToHardLimit", "brokerId", "volumeName"], na_position="last")
     filling = int(table["hoursToHardLimit"].notna().sum())
     print(
