@@ -74,12 +74,12 @@ bash tests/real_broker/install-faketime.sh >/dev/null
 # Kafka's, made for a machine whose CPU their brokers do not share (under the second lane's load
 # one of 17 failed). Then the slow suites run in two lanes at once, one per core, each mostly
 # waiting on brokers, containers or the JVM: the Kafka brokers on this host (real brokers,
-# faults, end to end) in one; Spark, the demo, the images, systemd and Kubernetes in the other.
+# faults, end to end, the demo) in one; Spark, the images, systemd and Kubernetes in the other.
 # Each lane has its own pytest temporary root; the second lane's report follows the first's.
 echo "== Kafka's own quota tests with the callback installed (alone)"
 quota_status=0
 python3 -m pytest -p no:cacheprovider --durations=5 tests/kafka_quota_suite "$@" || quota_status=$?
-second=(tests/spark tests/real_history tests/demo tests/chart tests/kubernetes tests/pods tests/container
+second=(tests/spark tests/real_history tests/chart tests/kubernetes tests/pods tests/container
     tests/systemd tests/strimzi tests/supply_chain tests/benchmarks)
 first=()
 for path in tests/*/ tests/test_*.py; do
