@@ -35,7 +35,7 @@ def test_the_fleet_datasets_are_read_through_their_log_and_keep_their_rollups(
     for dataset, kind in ((volumes, rollup_store.SNAPSHOTS), (usage, rollup_store.USAGE)):
         refreshed = rollup_store.refresh_rollup(spark, dataset, kind=kind)
         assert refreshed.dates == ("2026-11-21", "2026-11-22")
-        state = rollup_store.rollup_state(spark, dataset)
+        state = rollup_store.rollup_state(spark, dataset, kind)
         assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
         said = io.StringIO()
         raw = (
