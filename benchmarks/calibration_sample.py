@@ -76,10 +76,11 @@ def _inputs(session: Any, fleet: Path, at: datetime, params: ForecastParams) -> 
     """Snapshots, their hourly rollup, and the usage rollup, as the report reads them."""
     from spark_history.forecast.spark_mechanism import load_usage  # noqa: PLC0415
     from spark_history.history_input import load_history  # noqa: PLC0415
-    from spark_history.rollup_store import USAGE, load_rollup  # noqa: PLC0415
+    from spark_history.rollup_store import SNAPSHOTS, USAGE, load_rollup  # noqa: PLC0415
 
     snapshots = load_history(session, str(fleet / "volumes"))
-    rollup = load_rollup(session, str(fleet / "volumes"), snapshots, (at, params.lookback_hours))
+    window = (at, params.lookback_hours)
+    rollup = load_rollup(session, str(fleet / "volumes"), snapshots, window, kind=SNAPSHOTS)
     usage = load_rollup(
         session, str(fleet / "usage"), load_usage(session, str(fleet / "usage")), kind=USAGE
     )

@@ -88,7 +88,7 @@ def _rollup_for(
     whole hour, a whole number of hours of lookback), else None: the hourly analyses then read
     the raw rows, as their buckets straddle the rollup's hours."""
     from spark_history.hourly_rollup import serves
-    from spark_history.rollup_store import load_rollup
+    from spark_history.rollup_store import SNAPSHOTS, load_rollup
 
     if not serves(at, params.lookback_hours, params.bucket_seconds):
         print(
@@ -97,7 +97,8 @@ def _rollup_for(
             file=sys.stderr,
         )
         return None
-    return load_rollup(session, path, rows, (at, lookback_hours or params.lookback_hours))
+    window = (at, lookback_hours or params.lookback_hours)
+    return load_rollup(session, path, rows, window, kind=SNAPSHOTS)
 
 
 def _mechanism_forecast(
@@ -185,7 +186,7 @@ def run_report(arguments: argparse.Namespace) -> int:
         if override_dataset is not None:
             print(f"[history] {describe_overrides(overrides)}", file=sys.stderr)
         longest, widest = report_windows(panels, forecast_params, tuning)
-        rollup, window = rollup_and_window(
+        rollup, replay_rollup, window = rollup_and_window(
             session, arguments.input, at, (forecast_params, tuning), (longest, widest)
         )
         files = _spark_call(
@@ -202,6 +203,7 @@ def run_report(arguments: argparse.Namespace) -> int:
                 usage=usage,
                 overrides=overrides.intervals,
                 rollup=rollup,
+                replay_rollup=replay_rollup,
             )
         )
         window.unpersist()

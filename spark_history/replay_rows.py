@@ -68,24 +68,34 @@ class ReplayRows:
     """``hourly rollup`` or ``raw rows``."""
 
 
-def replay_rows(
-    rows: DataFrame, window: ReplayWindow, rollup: DataFrame | None = None
-) -> ReplayRows:
-    """The replay's input from ``rollup`` (the hourly rollup of ``rows``) where it gives what
-    the raw rows give (:func:`rollup_serves`), else from ``rows``."""
-    if rollup is not None and rollup_serves(rollup, window):
-        return _from_rollup(rollup, window.at, window.lookback_hours)
-    return _from_raw(rows, window)
+@dataclass(frozen=True, slots=True)
+class ServingRollup:
+    """An hourly rollup checked to give the replay of ``window`` what the raw rows give
+    (:func:`serving_rollup`)."""
+
+    rollup: DataFrame
+    window: ReplayWindow
 
 
-def rollup_serves(rollup: DataFrame, window: ReplayWindow) -> bool:
-    """True when the window's buckets are rollup hours and no snapshot in them was refused
-    (none dated more than the skew after its record timestamp): one Spark job on the rollup."""
+def serving_rollup(rollup: DataFrame, window: ReplayWindow) -> ServingRollup | None:
+    """``rollup`` when the window's buckets are its hours and no snapshot in them was refused
+    (none dated more than the skew after its record timestamp), else None: one Spark job on
+    the rollup."""
     if not hourly_rollup.serves(window.at, window.lookback_hours, window.bucket_seconds):
-        return False
+        return None
     partials = hourly_rollup.window_partials(rollup, window.at, window.lookback_hours)
     refused = F.col("maxAheadSeconds") > F.lit(float(window.max_clock_skew_seconds))
-    return partials.where(refused).limit(1).count() == 0
+    return None if partials.where(refused).limit(1).count() else ServingRollup(rollup, window)
+
+
+def replay_rows(
+    rows: DataFrame, window: ReplayWindow, serving: ServingRollup | None = None
+) -> ReplayRows:
+    """The replay's input from the rollup ``serving`` (of ``rows``) when it was checked for
+    this window, else from ``rows``."""
+    if serving is not None and serving.window == window:
+        return _from_rollup(serving.rollup, window.at, window.lookback_hours)
+    return _from_raw(rows, window)
 
 
 def _from_raw(rows: DataFrame, window: ReplayWindow) -> ReplayRows:

@@ -34,6 +34,7 @@ from spark_history.forecast.trend import ForecastParams
 from spark_history.incidents import incidents
 from spark_history.override_history import OverrideInterval
 from spark_history.prometheus import textfile
+from spark_history.replay_rows import ServingRollup
 from spark_history.report_capacity import capacity_panels, capacity_summary
 from spark_history.report_html import ReportData, render
 from spark_history.report_planning import Planning, planning, planning_summary
@@ -144,14 +145,16 @@ def write_report(
     usage: DataFrame | None = None,
     overrides: Sequence[OverrideInterval] = (),
     rollup: DataFrame | None = None,
+    replay_rollup: ServingRollup | None = None,
 ) -> ReportFiles:
     """The analyses of ``rows`` into ``output_dir`` (a URI: ``storage``); ``receipts``: Kafka
     timestamps, ``usage``: the usage dataset, ``overrides``: when an override was in force,
     ``rollup``: the hourly rollup of ``rows`` (``rollup_store.load_rollup``), which the hourly
-    analyses read instead of ``rows`` where it gives the same buckets."""
+    analyses read instead of ``rows`` where it gives the same buckets, and ``replay_rollup``
+    the same checked to serve the limits' replay (``report_inputs.replay_rollup``)."""
     panels = panels or PanelParams()
     forecast, planned = _forecast(rows, usage, at, forecast_params, tombstones, rollup=rollup)
-    replay = _limit_replay(rows, at, tuning, tombstones, overrides, rollup=rollup)
+    replay = _limit_replay(rows, at, tuning, tombstones, overrides, rollup=replay_rollup)
     with step("balance"):
         skew = balance(rows, at, rollup=rollup).toPandas().sort_values(["brokerId", "volumeName"])
     plotted = forecast.head(max_plotted)
@@ -211,7 +214,7 @@ def _limit_replay(
     tombstones: DataFrame | None,
     overrides: Sequence[OverrideInterval],
     *,
-    rollup: DataFrame | None,
+    rollup: ServingRollup | None,
 ) -> Tradeoffs:
     """The cluster replay of the limits in force and the candidates (``thresholds``)."""
     with step("cluster replay of the limits"):

@@ -2,7 +2,7 @@
 
 Every analysis of the report reads the hourly rollup when its buckets are the rollup's hours
 (``hourly_rollup.serves``) and, for the limits' replay, when no snapshot of its window was
-refused (``replay_rows.rollup_serves``). The raw window then keeps only what the rollup lacks:
+refused (``replay_rows.serving_rollup``). The raw window then keeps only what the rollup lacks:
 the tombstones and each message's Kafka record timestamp (``history_input.RECEIPT_COLUMNS``).
 Otherwise it keeps every column, read once for the analyses that need the raw rows.
 """
@@ -22,8 +22,9 @@ from spark_history.history_input import (
     rows_with_receipts,
 )
 from spark_history.hourly_rollup import serves
-from spark_history.replay_rows import ReplayWindow, rollup_serves
+from spark_history.replay_rows import ServingRollup, serving_rollup
 from spark_history.rollup_store import has_sink_log
+from spark_history.thresholds import TuningParams, replay_window
 from spark_history.weekly_growth import WEEK_HOURS
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from spark_history.forecast.trend import ForecastParams
     from spark_history.history_input import RawWindow
     from spark_history.report import PanelParams
-    from spark_history.thresholds import TuningParams
 
 
 def rollup_and_window(
@@ -41,10 +41,11 @@ def rollup_and_window(
     at: datetime,
     params: tuple[ForecastParams, TuningParams],
     windows: tuple[float, float],
-) -> tuple[DataFrame | None, RawWindow]:
-    """The report's hourly rollup (None off the hour) and its raw window: where every analysis
-    reads the stored rollup, only what the rollup lacks (tombstones, record timestamps), and
-    the stale dates' raw rows read once to compute theirs."""
+) -> tuple[DataFrame | None, ServingRollup | None, RawWindow]:
+    """The report's hourly rollup (None off the hour), the same checked for the limits'
+    replay (``replay_rollup``), and its raw window: where every analysis reads the stored
+    rollup, only what the rollup lacks (tombstones, record timestamps), and the stale dates'
+    raw rows read once to compute theirs."""
     (forecast_params, tuning), (longest, widest) = params, windows
     window = None
     if not _spark_call(lambda: has_sink_log(session, path)):
@@ -54,29 +55,29 @@ def rollup_and_window(
     rollup = _spark_call(
         lambda: _rollup_for(session, path, source, at, forecast_params, lookback_hours=longest)
     )
+    serving = None
+    if rollup is not None:
+        serving = _spark_call(lambda: replay_rollup(rollup, at, tuning))
     if window is None:
-        served = rollup is not None and _spark_call(lambda: replay_reads_rollup(rollup, at, tuning))
-        columns = RECEIPT_COLUMNS if served else WINDOW_COLUMNS
+        columns = RECEIPT_COLUMNS if serving is not None else WINDOW_COLUMNS
         window = _spark_call(lambda: load_window(session, path, at, widest, columns=columns))
-    return rollup, window
+    return rollup, serving, window
 
 
-def replay_reads_rollup(rollup: DataFrame, at: datetime, tuning: TuningParams) -> bool:
-    """True when the limits' replay reads the rollup (``replay_rows.rollup_serves``); says why
-    not when only the consumer's refusals stop it."""
-    skew = tuning.policy.max_clock_skew_seconds
-    window = ReplayWindow(at, tuning.lookback_hours, tuning.bucket_seconds, skew)
+def replay_rollup(rollup: DataFrame, at: datetime, tuning: TuningParams) -> ServingRollup | None:
+    """``rollup`` checked to serve the limits' replay (``replay_rows.serving_rollup``), or
+    None; says why not when only the consumer's refusals stop it."""
     if not serves(at, tuning.lookback_hours, tuning.bucket_seconds):
-        return False
-    if rollup_serves(rollup, window):
-        return True
-    print(
-        f"[history] some snapshots in the replay's window were dated more than {skew:g} s "
-        "after their Kafka record timestamp (the consumer refused them): the replay reads the "
-        "raw rows to leave them out",
-        file=sys.stderr,
-    )
-    return False
+        return None
+    serving = serving_rollup(rollup, replay_window(at, tuning))
+    if serving is None:
+        print(
+            f"[history] some snapshots in the replay's window were dated more than "
+            f"{tuning.policy.max_clock_skew_seconds:g} s after their Kafka record timestamp "
+            "(the consumer refused them): the replay reads the raw rows to leave them out",
+            file=sys.stderr,
+        )
+    return serving
 
 
 def report_windows(

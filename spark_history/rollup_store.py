@@ -134,7 +134,7 @@ def read_manifests(session: SparkSession, root: str) -> list[Manifest]:
     ]
 
 
-def rollup_state(session: SparkSession, dataset: str, kind: RollupKind = SNAPSHOTS) -> RollupState:
+def rollup_state(session: SparkSession, dataset: str, kind: RollupKind) -> RollupState:
     """The state of ``dataset``'s rollup (a dataset written by ``history ingest``)."""
     root = storage.qualified(session, dataset)
     return compare(listed_by_date(session, root), read_manifests(session, root), kind.columns)
@@ -145,7 +145,7 @@ def refresh_rollup(
     dataset: str,
     stream: TextIO = sys.stderr,
     *,
-    kind: RollupKind = SNAPSHOTS,
+    kind: RollupKind,
 ) -> RefreshResult:
     """Bring the rollup (of ``kind``) of every stale date of ``dataset`` up to date: a date
     whose raw files were only added to since its rollup (an ingest appended) is extended with
@@ -331,7 +331,7 @@ def load_rollup(
     window: tuple[dt.datetime, float] | None = None,
     *,
     stream: TextIO = sys.stderr,
-    kind: RollupKind = SNAPSHOTS,
+    kind: RollupKind,
 ) -> DataFrame:
     """The rollup (of ``kind``) of the history at ``path`` whose raw rows are ``rows``
     (``history_input.load_history``, ``spark_mechanism.load_usage``): the stored rollup of

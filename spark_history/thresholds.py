@@ -62,7 +62,13 @@ from spark_history.decision_replay import (
     replay_volume,
 )
 from spark_history.override_history import OverrideInterval, forced_states, whole_buckets
-from spark_history.replay_rows import LIMIT_FIELDS, ReplayRows, ReplayWindow, replay_rows
+from spark_history.replay_rows import (
+    LIMIT_FIELDS,
+    ReplayRows,
+    ReplayWindow,
+    ServingRollup,
+    replay_rows,
+)
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -284,6 +290,13 @@ def _volume_evidence(read: ReplayRows, params: TuningParams) -> tuple[pd.DataFra
     return volumes, evidence
 
 
+def replay_window(at: datetime, params: TuningParams) -> ReplayWindow:
+    """The window of the replay at ``at``: its lookback, buckets and allowed clock skew."""
+    return ReplayWindow(
+        at, params.lookback_hours, params.bucket_seconds, params.policy.max_clock_skew_seconds
+    )
+
+
 def threshold_tradeoffs(
     rows: DataFrame,
     at: datetime,
@@ -291,16 +304,14 @@ def threshold_tradeoffs(
     tombstones: DataFrame | None = None,
     overrides: Sequence[OverrideInterval] = (),
     *,
-    rollup: DataFrame | None = None,
+    rollup: ServingRollup | None = None,
 ) -> Tradeoffs:
     """The cluster replay of the limits in force and of every candidate (``overrides``: when
     an operator's override was in force), per-volume warnings, the recommendation flagged;
-    from ``rollup`` (the hourly rollup of ``rows``) where it serves (``replay_rows``)."""
+    read from ``rollup`` (the hourly rollup of ``rows``, checked to serve this replay:
+    ``replay_rows.serving_rollup``) when given."""
     params = params or TuningParams()
-    window = ReplayWindow(
-        at, params.lookback_hours, params.bucket_seconds, params.policy.max_clock_skew_seconds
-    )
-    read = replay_rows(rows, window, rollup)
+    read = replay_rows(rows, replay_window(at, params), rollup)
     buckets = read.buckets
     retired = tombstone_times(tombstones, at, params.lookback_hours)
     samples = to_samples(buckets, retired, read.refused)

@@ -34,7 +34,10 @@ def test_the_last_hour_is_appended_and_extends_the_rollups_to_the_recomputed_one
     assert sorted((fleet / "volumes" / LAST_DATE).glob("*-last-hour.parquet"))
     # The stored rollup reaches the hour ending at 23:00, the last hour's.
     stored = rollup_store.load_rollup(
-        spark, str(fleet / "volumes"), spark.read.parquet(str(fleet / "volumes")).limit(0)
+        spark,
+        str(fleet / "volumes"),
+        spark.read.parquet(str(fleet / "volumes")).limit(0),
+        kind=rollup_store.SNAPSHOTS,
     )
     newest = stored.select(F.max("hourEnd")).first()
     assert newest is not None

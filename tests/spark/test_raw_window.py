@@ -22,10 +22,10 @@ from spark_history.commands import main
 from spark_history.history_input import RawWindow, load_history, load_window
 from spark_history.hourly_rollup import hourly_rollup
 from spark_history.ingest import JsonlSource, run_ingest
-from spark_history.replay_rows import ReplayWindow, replay_rows, rollup_serves
-from spark_history.rollup_store import refresh_rollup
+from spark_history.replay_rows import ReplayWindow, replay_rows, serving_rollup
+from spark_history.rollup_store import SNAPSHOTS, refresh_rollup
 from spark_history.synthetic_jsonl import write_jsonl
-from spark_history.thresholds import TuningParams, threshold_tradeoffs
+from spark_history.thresholds import TuningParams, replay_window, threshold_tradeoffs
 
 from .conftest import RowsFactory
 from .history_frames import AT, volume_frame
@@ -51,7 +51,7 @@ def dataset(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Pa
     directory = work / "dataset"
     inbox, checkpoint = JsonlSource((work / "inbox").as_uri()), (work / "ck").as_uri()
     run_ingest(spark, inbox, checkpoint, str(directory))
-    refresh_rollup(spark, directory.as_uri())
+    refresh_rollup(spark, directory.as_uri(), kind=SNAPSHOTS)
     return directory
 
 
@@ -138,16 +138,16 @@ def test_a_refused_snapshot_in_the_window_sends_the_replay_from_the_rollup_to_th
     window = load_window(spark, (tmp_path / "dataset").as_uri(), AT, 48.0)
     rollup = hourly_rollup(window.rows)
     params = TuningParams(lookback_hours=48.0)
-    skew = params.policy.max_clock_skew_seconds
-    assert not rollup_serves(rollup, ReplayWindow(AT, 48.0, 3600.0, skew))
-    read = replay_rows(window.rows, ReplayWindow(AT, 48.0, 3600.0, skew), rollup)
-    assert read.source == "raw rows"
-    refused = _in_force(threshold_tradeoffs(window.rows, AT, params, rollup=rollup).table)
+    assert serving_rollup(rollup, replay_window(AT, params)) is None
+    refused = _in_force(threshold_tradeoffs(window.rows, AT, params).table)
     assert 10.0 <= refused["missingDataPausedHours"] <= 12.0
     # Allowed more than the hour broker 1's clock ran ahead, the consumer refuses nothing.
     lenient = ReplayWindow(AT, 48.0, 3600.0, 2 * 3600.0)
-    assert rollup_serves(rollup, lenient)
-    assert replay_rows(window.rows, lenient, rollup).source == "hourly rollup"
+    serving = serving_rollup(rollup, lenient)
+    assert serving is not None
+    assert replay_rows(window.rows, lenient, serving).source == "hourly rollup"
+    # Checked for another window, it is not read.
+    assert replay_rows(window.rows, replay_window(AT, params), serving).source == "raw rows"
     window.unpersist()
 
 

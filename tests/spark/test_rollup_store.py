@@ -19,6 +19,7 @@ from spark_history.history_input import load_history
 from spark_history.hourly_rollup import ROLLUP_COLUMNS, hourly_rollup, window_hours
 from spark_history.ingest import JsonlSource, run_ingest
 from spark_history.rollup_manifests import Manifest
+from spark_history.rollup_store import SNAPSHOTS
 from spark_history.synthetic_jsonl import write_jsonl
 
 pytestmark = pytest.mark.spark
@@ -53,6 +54,10 @@ def _ingest_only(spark: SparkSession, work: Path, run: int) -> None:
     run_ingest(spark, source, (work / "ck").as_uri(), _dataset(work))
 
 
+def _refresh(spark: SparkSession, root: Path) -> rollup_store.RefreshResult:
+    return rollup_store.refresh_rollup(spark, _dataset(root), kind=SNAPSHOTS)
+
+
 def _dataset(work: Path) -> str:
     return (work / "dataset").as_uri()
 
@@ -65,7 +70,7 @@ def _table(frame: DataFrame) -> pd.DataFrame:
 def _assert_rollup_of_everything(spark: SparkSession, work: Path) -> None:
     """What the analyses get equals a fresh rollup of every raw row of the dataset."""
     rows = load_history(spark, _dataset(work))
-    loaded = _table(rollup_store.load_rollup(spark, _dataset(work), rows))
+    loaded = _table(rollup_store.load_rollup(spark, _dataset(work), rows, kind=SNAPSHOTS))
     assert len(loaded) > 0
     pd.testing.assert_frame_equal(loaded, _table(hourly_rollup(rows)), check_dtype=False)
 
@@ -94,7 +99,7 @@ def test_two_ingests_leave_the_rollup_of_the_whole_dataset(
     _ingest_command(tmp_path, 1)  # 00:40 to 02:30: only the second day changes
     assert "hourly rollup: 1 extended with new files" in capsys.readouterr().out
 
-    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS)
     assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
     _assert_rollup_of_everything(spark, tmp_path)
     # Spark's reader of the raw dataset reads the log's files, not the rollup beside them.
@@ -111,7 +116,7 @@ def test_the_compaction_keeps_the_rollup_valid_and_equal(
     result = compaction.compact_dataset(spark, _dataset(tmp_path), min_files=2)
     assert result.partitions == 1  # the second day: three files into one
 
-    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS)
     assert (sorted(state.valid), state.stale) == (["2026-11-21", "2026-11-22"], ())
     _assert_rollup_of_everything(spark, tmp_path)
 
@@ -122,12 +127,12 @@ def test_a_rollup_older_than_its_raw_partition_is_detected_and_not_read(
     _ingest_command(tmp_path, 0)
     _ingest_only(spark, tmp_path, 1)  # the second day grew; its rollup was not refreshed
 
-    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS)
     assert (sorted(state.valid), state.stale) == (["2026-11-21"], ("2026-11-22",))
     _assert_rollup_of_everything(spark, tmp_path)
 
-    assert rollup_store.refresh_rollup(spark, _dataset(tmp_path)).dates == ("2026-11-22",)
-    assert rollup_store.rollup_state(spark, _dataset(tmp_path)).stale == ()
+    assert _refresh(spark, tmp_path).dates == ("2026-11-22",)
+    assert rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS).stale == ()
     _assert_rollup_of_everything(spark, tmp_path)
 
 
@@ -142,18 +147,18 @@ def test_a_refresh_that_crashed_is_never_read_and_the_next_one_repairs_it(
 
     monkeypatch.setattr(rollup_store, "_write_manifest", crash)
     with pytest.raises(OSError, match="simulated crash"):
-        rollup_store.refresh_rollup(spark, _dataset(tmp_path))
+        _refresh(spark, tmp_path)
     monkeypatch.undo()
 
     # The second day's new file is on disk beside its old one, listed by no manifest (the
     # old manifest, stale, still lists the old file).
     assert _unlisted_rollup_files(spark, tmp_path) == ["date=2026-11-22"]
     assert len(_rollup_files_on_disk(tmp_path)) == 3
-    assert rollup_store.rollup_state(spark, _dataset(tmp_path)).stale == ("2026-11-22",)
+    assert rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS).stale == ("2026-11-22",)
     _assert_rollup_of_everything(spark, tmp_path)
 
-    assert rollup_store.refresh_rollup(spark, _dataset(tmp_path)).dates == ("2026-11-22",)
-    assert rollup_store.rollup_state(spark, _dataset(tmp_path)).stale == ()
+    assert _refresh(spark, tmp_path).dates == ("2026-11-22",)
+    assert rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS).stale == ()
     assert len(_rollup_files_on_disk(tmp_path)) == 2
     assert _unlisted_rollup_files(spark, tmp_path) == []
     assert not (tmp_path / "dataset" / rollup_store.ROLLUP_DIR / rollup_store.STAGING_DIR).exists()
@@ -173,11 +178,11 @@ def test_an_appended_date_is_extended_without_reading_its_older_raw_files(
         path.write_bytes(b"not a parquet file at all")
         path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
 
-    result = rollup_store.refresh_rollup(spark, _dataset(tmp_path))
+    result = _refresh(spark, tmp_path)
     assert (result.dates, result.extended) == (("2026-11-22",), ("2026-11-22",))
-    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS)
     assert state.stale == ()
-    stored = rollup_store.load_rollup(spark, _dataset(tmp_path), rows.limit(0))
+    stored = rollup_store.load_rollup(spark, _dataset(tmp_path), rows.limit(0), kind=SNAPSHOTS)
     pd.testing.assert_frame_equal(_table(stored), expected, check_dtype=False)
     assert len(_rollup_files_on_disk(tmp_path)) == 2
     assert _unlisted_rollup_files(spark, tmp_path) == []
@@ -190,7 +195,7 @@ def test_the_stored_rollup_is_read_with_its_date_partitions_pruned(
     _ingest_command(tmp_path, 1)
     rows = load_history(spark, _dataset(tmp_path))
     capsys.readouterr()
-    stored = rollup_store.load_rollup(spark, _dataset(tmp_path), rows)
+    stored = rollup_store.load_rollup(spark, _dataset(tmp_path), rows, kind=SNAPSHOTS)
     at = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
     window = window_hours(stored, at, 1.0)
     window.explain(mode="formatted")
@@ -232,7 +237,7 @@ def test_a_date_of_tombstones_only_gets_an_empty_rollup(
     entry = sink_log.file_entry(f"file://{target}", target.stat().st_size, 0, 1, 1 << 25)
     (log / str(batch)).write_text(sink_log.render_log([entry]))
 
-    assert rollup_store.refresh_rollup(spark, _dataset(tmp_path)).dates == ("2026-11-25",)
-    state = rollup_store.rollup_state(spark, _dataset(tmp_path))
+    assert _refresh(spark, tmp_path).dates == ("2026-11-25",)
+    state = rollup_store.rollup_state(spark, _dataset(tmp_path), SNAPSHOTS)
     assert (state.stale, state.valid["2026-11-25"].rows) == ((), 0)
     _assert_rollup_of_everything(spark, tmp_path)
