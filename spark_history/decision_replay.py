@@ -19,6 +19,7 @@ What is measured, per candidate:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "ReplayStats",
     "judge_free_space",
     "judge_free_space_array",
+    "replay_candidates",
     "replay_volume",
 ]
 
@@ -101,21 +103,40 @@ def replay_volume(
     merge_gap_hours: float = 1.0,
 ) -> ReplayStats:
     """Replay ``candidate`` over one volume's snapshots (sorted by time)."""
-    stats = ReplayStats()
-    if times_s.size == 0:
+    gaps = (max_gap_hours, merge_gap_hours)
+    return replay_candidates(times_s, free, capacity, (candidate,), gaps)[0]
+
+
+def replay_candidates(
+    times_s: FloatArray,
+    free: FloatArray,
+    capacity: npt.NDArray[np.int64],
+    candidates: Sequence[Candidate],
+    gap_hours: tuple[float, float] = (0.25, 1.0),
+) -> list[ReplayStats]:
+    """Replay each of ``candidates`` over one volume's snapshots (sorted by time), judged all
+    at once (a row of states per candidate); ``gap_hours``: the longest gap a snapshot's state
+    lasts over, and the longest OPEN interlude that still merges two breaches."""
+    stats = [ReplayStats() for _ in candidates]
+    if times_s.size == 0 or not candidates:
         return stats
-    soft = np.empty(times_s.size)
-    hard = np.empty(times_s.size)
+    soft = np.empty((len(candidates), times_s.size))
+    hard = np.empty((len(candidates), times_s.size))
     for value in np.unique(capacity):
         mask = capacity == value
-        soft[mask], hard[mask] = candidate.thresholds(int(value))
-    states, _ = judge_free_space_array(free, soft, hard)
+        limits = np.array([candidate.thresholds(int(value)) for candidate in candidates])
+        soft[:, mask], hard[:, mask] = limits[:, :1], limits[:, 1:]
+    states, _ = judge_free_space_array(free[np.newaxis, :], soft, hard)
     hours = times_s / 3600.0
-    durations = np.minimum(np.diff(hours, append=hours[-1]), max_gap_hours)
-    stats.throttled_hours = float(durations[states == THROTTLE].sum())
-    stats.paused_hours = float(durations[states == PAUSE].sum())
-    stats.flips = int(np.count_nonzero(states[1:] != states[:-1]))
-    _episodes(hours, states, merge_gap_hours, stats)
+    durations = np.minimum(np.diff(hours, append=hours[-1]), gap_hours[0])
+    throttled = (states == THROTTLE) @ durations
+    paused = (states == PAUSE) @ durations
+    flips = np.count_nonzero(states[:, 1:] != states[:, :-1], axis=1)
+    for row in np.nonzero((states != OPEN).any(axis=1))[0]:
+        stats[row].throttled_hours = float(throttled[row])
+        stats[row].paused_hours = float(paused[row])
+        stats[row].flips = int(flips[row])
+        _episodes(hours, states[row], gap_hours[1], stats[row])
     return stats
 
 

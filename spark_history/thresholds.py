@@ -6,7 +6,7 @@ Two replays over the lookback window (30 days by default), both on hourly pre-ag
   in force, the cluster-hours THROTTLE and PAUSE (an hour counts in the worst state the cluster
   reached in it), the hours paused only for missing data, and state flips. This is what
   producers saw, and what the recommendation minimises;
-- **each volume** (``decision_replay.replay_volume`` on the volume's hourly minimum of free
+- **each volume** (``decision_replay.replay_candidates`` on the volume's hourly minimum of free
   space): episodes, the ones reaching PAUSE, and the warning each gave (hours from the first
   soft breach to the first hard breach).
 
@@ -59,7 +59,7 @@ from spark_history.decision_replay import (
     capacity_class,
     class_climbs,
     largest_climb_percent,
-    replay_volume,
+    replay_candidates,
 )
 from spark_history.override_history import OverrideInterval, forced_states, whole_buckets
 from spark_history.replay_rows import (
@@ -207,45 +207,38 @@ def replay_volumes(hourly: DataFrame, params: TuningParams) -> DataFrame:
     (``replay_rows.ReplayRows.volume_buckets``)."""
     candidates = params.candidates()
     step = params.bucket_seconds
+    gap_hours = (step / 3600.0, params.merge_gap_hours)
+    climb_buckets = math.ceil(params.min_warning_hours * 3600.0 / step)
 
-    def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
-        ordered = frame.sort_values("bucket", kind="stable")
-        times = ordered["bucket"].to_numpy(dtype=np.float64) * step
-        free = ordered["free"].to_numpy(dtype=np.float64)
-        capacity = ordered["capacity"].to_numpy(dtype=np.int64)
+    def per_volume(volume: pd.DataFrame) -> pd.DataFrame:
+        buckets = volume["bucket"].to_numpy(dtype=np.int64)
+        free = volume["free"].to_numpy(dtype=np.float64)
+        capacity = volume["capacity"].to_numpy(dtype=np.int64)
         free_percent = 100.0 * free / capacity
-        climb = largest_climb_percent(
-            ordered["bucket"].to_numpy(dtype=np.int64),
-            100.0 - free_percent,
-            math.ceil(params.min_warning_hours * 3600.0 / step),
+        stats = replay_candidates(buckets * step, free, capacity, candidates, gap_hours)
+        return pd.DataFrame(
+            {
+                "brokerId": int(volume["brokerId"].iloc[0]),
+                "volumeName": str(volume["volumeName"].iloc[0]),
+                "softPercent": [candidate.soft_percent for candidate in candidates],
+                "hardPercent": [candidate.hard_percent for candidate in candidates],
+                "episodes": [each.episodes for each in stats],
+                "hardEpisodes": [each.hard_episodes for each in stats],
+                "warningHours": [each.warning_hours for each in stats],
+                "climbPercent": largest_climb_percent(buckets, 100.0 - free_percent, climb_buckets),
+                "lowestFreePercent": float(free_percent.min()),
+                "volumeClass": capacity_class(int(capacity[-1])),
+            }
         )
-        records = []
-        for candidate in candidates:
-            stats = replay_volume(
-                times,
-                free,
-                capacity,
-                candidate,
-                max_gap_hours=step / 3600.0,
-                merge_gap_hours=params.merge_gap_hours,
-            )
-            records.append(
-                {
-                    "brokerId": int(ordered["brokerId"].iloc[0]),
-                    "volumeName": str(ordered["volumeName"].iloc[0]),
-                    "softPercent": candidate.soft_percent,
-                    "hardPercent": candidate.hard_percent,
-                    "episodes": stats.episodes,
-                    "hardEpisodes": stats.hard_episodes,
-                    "warningHours": stats.warning_hours,
-                    "climbPercent": climb,
-                    "lowestFreePercent": float(free_percent.min()),
-                    "volumeClass": capacity_class(int(capacity[-1])),
-                }
-            )
-        return pd.DataFrame.from_records(records)
 
-    return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, _VOLUME_SCHEMA)
+    def per_broker(frame: pd.DataFrame) -> pd.DataFrame:
+        """A broker's volumes in one group: a group per volume costs Spark's Arrow round trip
+        per volume, more than the replay itself."""
+        ordered = frame.sort_values(["volumeName", "bucket"], kind="stable")
+        volumes = ordered.groupby("volumeName", sort=False)
+        return pd.concat([per_volume(volume) for _, volume in volumes], ignore_index=True)
+
+    return hourly.groupBy("brokerId").applyInPandas(per_broker, _VOLUME_SCHEMA)
 
 
 def cluster_grid(buckets: pd.DataFrame, at: datetime, params: TuningParams) -> np.ndarray:

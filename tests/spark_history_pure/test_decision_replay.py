@@ -16,6 +16,7 @@ from spark_history.decision_replay import (
     Candidate,
     judge_free_space_array,
     largest_climb_percent,
+    replay_candidates,
     replay_volume,
 )
 
@@ -88,6 +89,40 @@ def test_an_episode_under_way_at_the_start_gives_no_warning() -> None:
     )
     assert stats.hard_episodes == 1
     assert stats.warning_hours == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    free=st.lists(st.floats(0.0, 2000.0), min_size=1, max_size=40),
+    resized_at=st.integers(0, 40),
+    percents=st.lists(
+        st.tuples(st.floats(1.0, 60.0), st.floats(0.0, 40.0)), min_size=1, max_size=6
+    ),
+)
+def test_candidates_replayed_together_equal_the_scalar_rule_on_each(
+    free: list[float], resized_at: int, percents: list[tuple[float, float]]
+) -> None:
+    """Every candidate's row of a joint replay: its states are the consumer's scalar rule on
+    each snapshot (the capacity grows from 1000 to 2000 bytes mid-series), and its episodes
+    are those of the candidate replayed alone."""
+    hours = np.arange(len(free), dtype=np.float64) * 0.5
+    capacity = np.where(np.arange(len(free)) < resized_at, 1000, 2000).astype(np.int64)
+    values = np.array(free)
+    candidates = [Candidate(soft, hard) for soft, hard in percents]
+    together = replay_candidates(hours * 3600, values, capacity, candidates, (0.5, 1.0))
+    for candidate, stats in zip(candidates, together, strict=True):
+        states = [
+            STATE_CODES[judge_free_space(f, *candidate.thresholds(int(c)))[0]]
+            for f, c in zip(values, capacity, strict=True)
+        ]
+        durations = np.minimum(np.diff(hours, append=hours[-1]), 0.5)
+        throttling = STATE_CODES[QuotaState.THROTTLE]
+        throttled = sum(d for d, code in zip(durations, states, strict=True) if code == throttling)
+        assert stats.flips == sum(a != b for a, b in itertools.pairwise(states))
+        assert stats.throttled_hours == pytest.approx(throttled)
+        alone = replay_candidates(hours * 3600, values, capacity, [candidate], (0.5, 1.0))[0]
+        assert (stats.episodes, stats.hard_episodes) == (alone.episodes, alone.hard_episodes)
+        assert stats.warning_hours == alone.warning_hours
 
 
 def test_states_map_every_quota_state() -> None:
