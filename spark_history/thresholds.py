@@ -69,6 +69,7 @@ from spark_history.replay_rows import (
     ServingRollup,
     replay_rows,
 )
+from spark_history.volume_groups import each_volume
 
 DEFAULT_SOFT_GRID: tuple[float, ...] = (5.0, 7.5, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0)
 DEFAULT_HARD_GRID: tuple[float, ...] = (2.0, 3.0, 5.0, 7.5, 10.0)
@@ -211,6 +212,7 @@ def replay_volumes(hourly: DataFrame, params: TuningParams) -> DataFrame:
     climb_buckets = math.ceil(params.min_warning_hours * 3600.0 / step)
 
     def per_volume(volume: pd.DataFrame) -> pd.DataFrame:
+        volume = volume.sort_values("bucket", kind="stable")
         buckets = volume["bucket"].to_numpy(dtype=np.int64)
         free = volume["free"].to_numpy(dtype=np.float64)
         capacity = volume["capacity"].to_numpy(dtype=np.int64)
@@ -231,14 +233,7 @@ def replay_volumes(hourly: DataFrame, params: TuningParams) -> DataFrame:
             }
         )
 
-    def per_broker(frame: pd.DataFrame) -> pd.DataFrame:
-        """A broker's volumes in one group: a group per volume costs Spark's Arrow round trip
-        per volume, more than the replay itself."""
-        ordered = frame.sort_values(["volumeName", "bucket"], kind="stable")
-        volumes = ordered.groupby("volumeName", sort=False)
-        return pd.concat([per_volume(volume) for _, volume in volumes], ignore_index=True)
-
-    return hourly.groupBy("brokerId").applyInPandas(per_broker, _VOLUME_SCHEMA)
+    return hourly.groupBy("brokerId").applyInPandas(each_volume(per_volume), _VOLUME_SCHEMA)
 
 
 def cluster_grid(buckets: pd.DataFrame, at: datetime, params: TuningParams) -> np.ndarray:

@@ -83,6 +83,7 @@ PURE_MODULES = (
     "spark_history/override_history",
     "spark_history/rollup_manifests",
     "spark_history/prometheus",
+    "spark_history/volume_groups",
 )
 """``schemas/__main__`` writes the schema files: it is the one shell module of schemas."""
 

@@ -1,7 +1,7 @@
 """One volume's hourly envelope (a pandas frame) to one forecast row: shared by Spark and pandas.
 
-``spark_trend.py`` runs :func:`forecast_group` per volume with ``applyInPandas``;
-``pandas_trend.py`` runs it with a pandas ``groupby``. Both feed it the same hourly frame
+``spark_trend.py`` runs :func:`forecast_group` per volume with ``applyInPandas`` (a call per
+broker); ``pandas_trend.py`` runs it with a pandas ``groupby``. Both feed it the same hourly frame
 (columns of :data:`HOURLY_COLUMNS`), so the two implementations compute the same numbers.
 
 Data never stops the job: a volume whose forecast raises gets ``trend=error`` and the

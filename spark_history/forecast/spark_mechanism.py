@@ -4,9 +4,9 @@ For an origin ``at`` and the forecast's lookback: the ``topic`` and ``other`` ro
 dataset in the window, each topic joined with its newest ``config`` row read at or before
 ``at`` (configs are cluster-wide: whichever broker published them), and each volume with its
 newest snapshot in the window (capacity, consumed, the hard threshold). One
-``applyInPandas`` call per volume runs the pure projection (``spark_history.forecast.mechanism``,
-via ``spark_history.forecast.mechanism.usage_frame``). Only volumes with usage rows in the window
-get a row.
+``applyInPandas`` call per broker runs the pure projection (``spark_history.forecast.mechanism``,
+via ``spark_history.forecast.mechanism.usage_frame``) on each of its volumes
+(``spark_history.volume_groups``). Only volumes with usage rows in the window get a row.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from spark_history.forecast.spark_trend import hourly_envelope, sampled_volumes
 from spark_history.forecast.trend import ForecastParams, Trend, trend_class
 from spark_history.hourly_rollup import newest_per_volume, serves
 from spark_history.usage_documents import CONFIG, CONFIG_VALUE_COLUMNS, TOPIC
+from spark_history.volume_groups import each_volume, each_volume_pair
 
 
 def load_usage(session: SparkSession, uri: str) -> DataFrame:
@@ -106,7 +107,7 @@ def volume_trends(hourly: DataFrame, params: ForecastParams) -> DataFrame:
         )
 
     schema = "brokerId int, volumeName string, trendClass string"
-    return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, schema)
+    return hourly.groupBy("brokerId").applyInPandas(each_volume(per_volume), schema)
 
 
 KEYED_CALIBRATION_SCHEMA = f"brokerId int, volumeName string, {CALIBRATION_SCHEMA}"
@@ -152,9 +153,9 @@ def mechanism_calibration_samples(
     chosen = F.broadcast(sampled_volumes(volume_rows, params.calibration_volumes))
     return (
         hourly.join(chosen, key, "left_semi")
-        .groupBy(*key)
-        .cogroup(volume_rows.join(chosen, key, "left_semi").groupBy(*key))
-        .applyInPandas(per_volume, KEYED_CALIBRATION_SCHEMA)
+        .groupBy("brokerId")
+        .cogroup(volume_rows.join(chosen, key, "left_semi").groupBy("brokerId"))
+        .applyInPandas(each_volume_pair(per_volume), KEYED_CALIBRATION_SCHEMA)
     )
 
 
@@ -223,7 +224,7 @@ def mechanism_volumes(
             trend=None if pd.isna(trend) else Trend(trend),
         )
 
-    return joined.groupBy("brokerId", "volumeName").applyInPandas(per_volume, MECHANISM_SCHEMA)
+    return joined.groupBy("brokerId").applyInPandas(each_volume(per_volume), MECHANISM_SCHEMA)
 
 
 def _envelope(

@@ -2,9 +2,10 @@
 
 The heavy part (millions of snapshots) is a grouped max per volume and bucket (an hour unless
 ``ForecastParams.bucket_seconds`` says otherwise), done by Spark's SQL engine; only the few
-hundred bucket points of each volume cross to Python, in one
-``applyInPandas`` call per volume, twice: once for the band's calibration (each volume's
-backtest errors, pooled on the driver), once for the forecast. See ``trend.py``.
+hundred bucket points of each volume cross to Python, in one ``applyInPandas`` call per broker
+(each of its volumes in turn: ``spark_history.volume_groups``), twice: once for the band's
+calibration (each volume's backtest errors, pooled on the driver), once for the forecast. See
+``trend.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from spark_history.forecast.envelope import (
     forecast_group,
 )
 from spark_history.forecast.trend import ForecastParams
+from spark_history.volume_groups import each_volume
 
 
 def hourly_envelope(
@@ -145,12 +147,12 @@ def forecast_volumes(
     # driver (a few dozen numbers per volume), then given to every volume's forecast.
     samples = (
         calibration_sample(hourly, params.calibration_volumes)
-        .groupBy("brokerId", "volumeName")
-        .applyInPandas(volume_samples, CALIBRATION_SCHEMA)
+        .groupBy("brokerId")
+        .applyInPandas(each_volume(volume_samples), CALIBRATION_SCHEMA)
     )
     calibration = calibration_of(samples.toPandas(), params)
 
     def per_volume(frame: pd.DataFrame) -> pd.DataFrame:
         return forecast_group(frame, params, calibration)
 
-    return hourly.groupBy("brokerId", "volumeName").applyInPandas(per_volume, FORECAST_SCHEMA)
+    return hourly.groupBy("brokerId").applyInPandas(each_volume(per_volume), FORECAST_SCHEMA)

@@ -1,10 +1,10 @@
 """One volume's usage rows (a pandas frame) to its mechanism forecast row (pure: no Spark).
 
 ``spark_history.forecast.spark_mechanism`` runs :func:`mechanism_group` per volume with
-``applyInPandas``; the frame holds the volume's ``topic`` and ``other`` rows of the usage
-dataset in the lookback window, each ``topic`` row joined with its topic's newest ``config``
-row (null columns when none was read) and every row with the volume's newest snapshot
-(``capacity``, ``consumed``, ``hardThresholdBytes``). Durations are counted in buckets of
+``applyInPandas`` (a call per broker); the frame holds the volume's ``topic`` and ``other`` rows
+of the usage dataset in the lookback window, each ``topic`` row joined with its topic's newest
+``config`` row (null columns when none was read) and every row with the volume's newest
+snapshot (``capacity``, ``consumed``, ``hardThresholdBytes``). Durations are counted in buckets of
 ``bucket_seconds`` as the trend forecast counts them (``--history-bucket``).
 ``hoursToHardLimit`` is when the volume reaches its hard limit (where the cluster pauses);
 ``hoursToCapacity`` when it would be full, the trend forecast's ``hoursToFull``; with a
